@@ -1,0 +1,54 @@
+# The two commands a newcomer needs (see README.md):
+#   make demo    set up, build, and run quip's main job
+#   make check   set up, build, and run every test (release, ASan+UBSan, fuzz)
+#
+# Build folders: build/ (release, with tests and benchmarks),
+# build-asan/ (AddressSanitizer + UndefinedBehaviorSanitizer), build-fuzz/ (clang, libFuzzer).
+
+JOBS         ?= $(shell nproc)
+FUZZ_SECONDS ?= 60
+SHARED       ?= $(CURDIR)/../shared
+MODEL        ?=
+
+CMAKE_FLAGS = -G Ninja -DQUIP_SHARED_DIR=$(SHARED)
+
+.PHONY: all setup build demo check test check-asan fuzz bench format clean
+
+all: build
+
+setup:
+	@scripts/setup.sh
+
+build: setup
+	@cmake -S . -B build $(CMAKE_FLAGS) -DCMAKE_BUILD_TYPE=Release >/dev/null
+	@cmake --build build -j $(JOBS)
+
+demo: build
+	@scripts/demo.sh "$(MODEL)"
+
+test: build
+	cd build && ctest --output-on-failure -j $(JOBS)
+
+check-asan: setup
+	@cmake -S . -B build-asan $(CMAKE_FLAGS) -DCMAKE_BUILD_TYPE=Debug \
+	  -DQUIP_SANITIZE=address,undefined -DQUIP_BENCHMARKS=OFF >/dev/null
+	@cmake --build build-asan -j $(JOBS)
+	cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	  ctest --output-on-failure -j $(JOBS)
+
+fuzz: setup
+	@CC=clang CXX=clang++ cmake -S . -B build-fuzz $(CMAKE_FLAGS) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DQUIP_FUZZ=ON >/dev/null
+	@cmake --build build-fuzz -j $(JOBS)
+	@scripts/fuzz.sh build-fuzz/fuzz_gguf_reader $(FUZZ_SECONDS) "$(SHARED)"
+
+check: test check-asan fuzz
+
+bench: build
+	build/quip_benchmarks
+
+format:
+	clang-format -i $$(git ls-files '*.cpp' '*.h')
+
+clean:
+	rm -rf build build-asan build-fuzz

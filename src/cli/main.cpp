@@ -1,0 +1,61 @@
+// quip: a local LLM for the Unix shell. This file only dispatches to the
+// subcommands; each lives in its own file under cli/.
+#include <cstring>
+#include <iostream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cli/exit_status.h"
+#include "cli/inspect.h"
+
+namespace {
+
+using quip::cli::kExitOk;
+using quip::cli::kExitUsage;
+
+struct Subcommand {
+  std::string_view name;
+  std::string_view summary;
+  int (*run)(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+};
+
+constexpr Subcommand kSubcommands[] = {
+    {"inspect", "show what a GGUF model file holds (--json, --tensors)", quip::cli::inspect_main},
+};
+
+void print_help(std::ostream& out) {
+  out << "quip: a local LLM for the Unix shell\n\n"
+         "Usage:\n"
+         "  quip COMMAND [OPTIONS]\n\n"
+         "Commands:\n";
+  for (const Subcommand& s : kSubcommands) {
+    out << "  " << s.name << std::string(12 - s.name.size(), ' ') << s.summary << '\n';
+  }
+  out << "\nRun 'quip COMMAND --help' for the options of a command.\n"
+         "\nExit status: 0 success, 1 runtime failure, 2 usage error,\n"
+         "3 unusable model or data file, 130 interrupted.\n";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::ios::sync_with_stdio(false);
+  if (argc < 2) {
+    std::cerr << "quip: no command given (see 'quip --help')\n";
+    return kExitUsage;
+  }
+  const std::string_view first = argv[1];
+  if (first == "--help" || first == "-h" || first == "help") {
+    print_help(std::cout);
+    return kExitOk;
+  }
+  for (const Subcommand& s : kSubcommands) {
+    if (first == s.name) {
+      const std::vector<std::string> args(argv + 2, argv + argc);
+      return s.run(args, std::cout, std::cerr);
+    }
+  }
+  std::cerr << "quip: unknown command '" << first << "' (see 'quip --help')\n";
+  return kExitUsage;
+}

@@ -1,0 +1,140 @@
+// GGUF v2/v3 reader over a read-only memory map, with full validation.
+//
+// Format: https://github.com/ggml-org/ggml/blob/master/docs/gguf.md
+//   header      magic "GGUF", u32 version, u64 tensor count, u64 metadata count
+//   metadata    (string key, u32 value type, value) x count
+//   tensor info (string name, u32 n_dims, u64 dims[n_dims], u32 type, u64 offset) x count
+//   padding     to `general.alignment` (default 32)
+//   tensor data offsets are relative to the start of this section
+//
+// Opening reads the header, metadata and tensor table only; tensor data is
+// never touched (opening a 1 GB model costs microseconds). Every size and
+// offset taken from the file is checked before use: any file, however broken,
+// gives an Error naming the file, the problem, the value found and the value
+// expected, never a crash.
+//
+// Thread safety: a GgufFile is immutable after open; use it from any thread.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "base/mapped_file.h"
+#include "base/result.h"
+#include "gguf/types.h"
+#include "gguf/value.h"
+
+namespace quip::gguf {
+
+inline constexpr uint32_t kDefaultAlignment = 32;
+inline constexpr uint32_t kMaxDims = 4;
+inline constexpr uint32_t kMaxTensorNameBytes = 63;  // ggml's GGML_MAX_NAME less the NUL
+inline constexpr uint64_t kMaxKeyBytes = 65535;
+inline constexpr uint32_t kMaxArrayNesting = 8;  // an array of arrays is nesting 2
+
+struct KeyValue {
+  std::string_view key;
+  Value value;
+};
+
+struct TensorInfo {
+  std::string_view name;
+  TypeTraits type;                  // a valid ggml type (maybe without an engine kernel)
+  uint32_t n_dims = 0;              // 1..kMaxDims
+  std::array<uint64_t, kMaxDims> shape{1, 1, 1, 1};  // shape[0] innermost (ggml's ne)
+  uint64_t offset = 0;              // from the start of the data section, as stored
+  uint64_t n_elements = 0;
+  uint64_t n_bytes = 0;
+  std::span<const std::byte> data;  // into the mapping; not read at open
+};
+
+class GgufFile {
+ public:
+  // Maps and validates the file at `path`.
+  static Result<GgufFile> open(const std::string& path);
+
+  // Validates `bytes`, which the caller keeps alive as long as the result.
+  // `name` stands for the file in messages.
+  static Result<GgufFile> parse(std::string name, std::span<const std::byte> bytes);
+
+  GgufFile(GgufFile&&) = default;
+  GgufFile& operator=(GgufFile&&) = default;
+  GgufFile(const GgufFile&) = delete;
+  GgufFile& operator=(const GgufFile&) = delete;
+
+  const std::string& name() const { return name_; }
+  uint32_t version() const { return version_; }
+  uint64_t alignment() const { return alignment_; }
+  uint64_t file_size() const { return bytes_.size(); }
+  uint64_t data_offset() const { return data_offset_; }  // start of the tensor data section
+
+  // Metadata in file order.
+  const std::vector<KeyValue>& metadata() const { return metadata_; }
+  const Value* find(std::string_view key) const;
+
+  // The value of `key` as T (a scalar alternative of Value, or string_view). Errors name the
+  // file, the key, the stored type and T's type:
+  //   "m.gguf: key 'llama.block_count' has type string, expected u32".
+  template <class T>
+  Result<T> get(std::string_view key) const;
+
+  // Like get<T>, but nullopt when the key is absent.
+  template <class T>
+  Result<std::optional<T>> get_optional(std::string_view key) const;
+
+  // An integer stored in any integer type, if it is non-negative.
+  Result<uint64_t> get_uint(std::string_view key) const;
+
+  // An array whose elements have type `elem`.
+  Result<const ArrayView*> get_array(std::string_view key, ValueType elem) const;
+
+  // Tensors in file order.
+  const std::vector<TensorInfo>& tensors() const { return tensors_; }
+  const TensorInfo* find_tensor(std::string_view name) const;
+
+ private:
+  GgufFile() = default;
+  class Parser;
+
+  Error key_type_error(std::string_view key, ValueType found, ValueType expected) const;
+
+  std::string name_;
+  std::optional<MappedFile> mapping_;  // set by open(); parse() borrows instead
+  std::span<const std::byte> bytes_;
+  uint32_t version_ = 0;
+  uint64_t alignment_ = kDefaultAlignment;
+  uint64_t data_offset_ = 0;
+  std::vector<KeyValue> metadata_;
+  std::unordered_map<std::string_view, size_t> metadata_index_;
+  std::vector<TensorInfo> tensors_;
+  std::unordered_map<std::string_view, size_t> tensor_index_;
+};
+
+template <class T>
+Result<T> GgufFile::get(std::string_view key) const {
+  static_assert(!std::is_same_v<T, ArrayView>, "use get_array(), which does not copy");
+  const Value* v = find(key);
+  if (v == nullptr) return Error{name_ + ": key '" + std::string(key) + "' not found"};
+  if (const T* p = std::get_if<T>(v)) return *p;
+  return key_type_error(key, type_of(*v), value_type_of<T>());
+}
+
+template <class T>
+Result<std::optional<T>> GgufFile::get_optional(std::string_view key) const {
+  const Value* v = find(key);
+  if (v == nullptr) return std::optional<T>();
+  if (const T* p = std::get_if<T>(v)) return std::optional<T>(*p);
+  return key_type_error(key, type_of(*v), value_type_of<T>());
+}
+
+// `text` made safe to print in a one-line message: control characters and
+// bytes that are not valid UTF-8 become \xNN, and long text is shortened.
+std::string printable(std::string_view text, size_t max_bytes = 80);
+
+}  // namespace quip::gguf

@@ -1,0 +1,34 @@
+#include "support/shared.h"
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+namespace quip::testing {
+
+std::filesystem::path shared_dir() {
+  const std::filesystem::path dir = QUIP_SHARED_DIR;
+  std::error_code ec;
+  return std::filesystem::is_directory(dir / "models", ec) ? dir : std::filesystem::path();
+}
+
+std::vector<std::filesystem::path> shared_files(const std::string& sub, const std::string& suffix) {
+  std::vector<std::filesystem::path> out;
+  const std::filesystem::path dir = shared_dir();
+  if (dir.empty()) return out;
+  for (const auto& entry : std::filesystem::directory_iterator(dir / sub)) {
+    const std::string name = entry.path().filename().string();
+    if (name.size() >= suffix.size() && name.ends_with(suffix)) out.push_back(entry.path());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::string read_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace quip::testing

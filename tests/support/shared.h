@@ -1,0 +1,36 @@
+// Access to the test data in ../shared (QUIP_SHARED_DIR at configure time).
+//
+// A test that needs it calls QUIP_REQUIRE_SHARED(): when the folder is
+// missing the test is skipped with a message, or fails when the environment
+// variable CI is set (CI must never skip silently).
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace quip::testing {
+
+// The shared folder, or an empty path when it is missing.
+std::filesystem::path shared_dir();
+
+// Files under shared_dir()/sub whose names end with `suffix`, sorted.
+std::vector<std::filesystem::path> shared_files(const std::string& sub, const std::string& suffix);
+
+// Reads a whole file.
+std::string read_file(const std::filesystem::path& path);
+
+}  // namespace quip::testing
+
+#define QUIP_REQUIRE_SHARED()                                                          \
+  do {                                                                                 \
+    if (::quip::testing::shared_dir().empty()) {                                       \
+      if (std::getenv("CI") != nullptr) {                                              \
+        FAIL() << "shared test data not found at " QUIP_SHARED_DIR " (CI is set)";     \
+      }                                                                                \
+      GTEST_SKIP() << "shared test data not found at " QUIP_SHARED_DIR                 \
+                   " (configure with -DQUIP_SHARED_DIR=...)";                          \
+    }                                                                                  \
+  } while (0)
