@@ -270,9 +270,11 @@ class GgufFile::Parser {
     n_tensors_ = *n_tensors;
     n_kv_ = *n_kv;
 
-    // Smallest entries: a 1-byte key and a u8 value; a 1-byte name, 1 dim, type, offset.
-    constexpr uint64_t kMinKv = 8 + 1 + 4 + 1;
-    constexpr uint64_t kMinTensor = 8 + 1 + 4 + 8 + 4 + 8;
+    // Smallest encodings: a key length, a type and a u8; a name length, a
+    // dimension count, a type and an offset. (Entries this small are invalid,
+    // but are then reported for what is wrong with them.)
+    constexpr uint64_t kMinKv = 8 + 4 + 1;
+    constexpr uint64_t kMinTensor = 8 + 4 + 4 + 8;
     if (n_kv_ > left() / kMinKv) {
       return fail("metadata count " + u64s(n_kv_) + " is more than the file can hold (at most " +
                   u64s(left() / kMinKv) + " in the " + u64s(left()) + " bytes after the header)");

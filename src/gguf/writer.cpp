@@ -116,7 +116,8 @@ std::vector<uint64_t> GgufWriter::offsets() const {
   for (const Tensor& t : tensors_) {
     const uint64_t at = t.offset_override.value_or(next);
     out.push_back(at);
-    CHECK(checked_align_up(at + t.size, align, &next));
+    uint64_t end;
+    if (checked_add(at, t.size, &end) && checked_align_up(end, align, &end)) next = end;
   }
   return out;
 }
@@ -156,8 +157,10 @@ std::vector<std::byte> GgufWriter::bytes() const {
   const std::vector<uint64_t> at = offsets();
   for (size_t i = 0; i < tensors_.size(); ++i) {
     const Tensor& t = tensors_[i];
-    const size_t begin = base + at[i];
-    out.resize(std::max(out.size(), begin + t.size));
+    uint64_t begin, end;
+    // An overridden offset that wraps (a broken file on purpose) gets no data.
+    if (!checked_add(base, at[i], &begin) || !checked_add(begin, t.size, &end)) continue;
+    out.resize(std::max<uint64_t>(out.size(), end));
     if (!t.data.empty()) std::memcpy(out.data() + begin, t.data.data(), t.data.size());
   }
   return out;
@@ -180,9 +183,11 @@ Result<void> GgufWriter::write(const std::string& path) const {
   const std::vector<uint64_t> at = offsets();
   for (size_t i = 0; i < tensors_.size(); ++i) {
     const Tensor& t = tensors_[i];
-    end = std::max(end, base + at[i] + t.size);
+    uint64_t begin, t_end;
+    if (!checked_add(base, at[i], &begin) || !checked_add(begin, t.size, &t_end)) continue;
+    end = std::max(end, t_end);
     if (t.data.empty()) continue;  // zeros: left as a hole, sized by ftruncate below
-    if (::lseek(fd, static_cast<off_t>(base + at[i]), SEEK_SET) < 0) {
+    if (::lseek(fd, static_cast<off_t>(begin), SEEK_SET) < 0) {
       return fail(errno_error(path, "cannot seek"));
     }
     if (auto r = write_all(fd, t.data.data(), t.data.size(), path); !r) return fail(r.error());
