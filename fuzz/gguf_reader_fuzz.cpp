@@ -23,8 +23,8 @@ uint64_t walk(const quip::gguf::ArrayView& a) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  auto f = quip::gguf::GgufFile::parse(
-      "fuzz.gguf", std::span(reinterpret_cast<const std::byte*>(data), size));
+  auto f = quip::gguf::GgufFile::parse("fuzz.gguf",
+                                       std::span(reinterpret_cast<const std::byte*>(data), size));
   if (!f.ok()) return 0;
   volatile uint64_t sink = 0;
   for (const auto& kv : f->metadata()) {

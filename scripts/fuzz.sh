@@ -12,7 +12,7 @@ if [ -d "$shared/models" ]; then
   for f in "$shared"/models/*.gguf "$shared"/vocab/*.gguf; do
     # Headers and metadata sit at the front; whole files would only slow each run.
     head -c 4096 "$f" >"$seeds/$(basename "$f").4k"
-    head -c 262144 "$f" >"$seeds/$(basename "$f").256k"
+    head -c 65536 "$f" >"$seeds/$(basename "$f").64k"
   done
 elif [ -n "${CI:-}" ]; then
   echo "fuzz: shared test data not found at $shared (CI is set)" >&2
@@ -22,7 +22,7 @@ else
 fi
 
 echo "fuzz: $(basename "$fuzzer") for ${seconds}s"
-"$fuzzer" -max_total_time="$seconds" -max_len=262144 -timeout=10 -rss_limit_mb=2048 \
+"$fuzzer" -max_total_time="$seconds" -max_len=65536 -timeout=10 -rss_limit_mb=2048 \
   -print_final_stats=1 -artifact_prefix="$work/" "$corpus" "$seeds" 2>"$work/fuzz.log" || {
   tail -n 40 "$work/fuzz.log" >&2
   echo "fuzz: $(basename "$fuzzer") found a failure; the input is saved under $work/" >&2

@@ -133,8 +133,7 @@ int main(int argc, char** argv) {
   if (argc == 5) {
     char* end = nullptr;
     const unsigned long v = std::strtoul(argv[4], &end, 10);
-    if (std::strcmp(argv[3], "--seed") != 0 || *argv[4] == '\0' || *end != '\0' ||
-        v > UINT32_MAX) {
+    if (std::strcmp(argv[3], "--seed") != 0 || *argv[4] == '\0' || *end != '\0' || v > UINT32_MAX) {
       std::fputs(usage, stderr);
       return 2;
     }

@@ -13,8 +13,8 @@ namespace quip::detail {
 }
 }  // namespace quip::detail
 
-#define CHECK(cond)                                                        \
-  do {                                                                     \
-    if (!(cond)) [[unlikely]]                                              \
-      ::quip::detail::check_failed(#cond, __FILE__, __LINE__);             \
+#define CHECK(cond)                                            \
+  do {                                                         \
+    if (!(cond)) [[unlikely]]                                  \
+      ::quip::detail::check_failed(#cond, __FILE__, __LINE__); \
   } while (0)

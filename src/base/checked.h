@@ -23,6 +23,8 @@ namespace quip {
   return true;
 }
 
-inline bool is_power_of_two(uint64_t v) { return v != 0 && (v & (v - 1)) == 0; }
+inline bool is_power_of_two(uint64_t v) {
+  return v != 0 && (v & (v - 1)) == 0;
+}
 
 }  // namespace quip

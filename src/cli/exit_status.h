@@ -4,9 +4,9 @@
 namespace quip::cli {
 
 inline constexpr int kExitOk = 0;
-inline constexpr int kExitFailure = 1;       // a runtime failure
-inline constexpr int kExitUsage = 2;         // wrong arguments or options
-inline constexpr int kExitBadData = 3;       // a model or data file that cannot be used
+inline constexpr int kExitFailure = 1;        // a runtime failure
+inline constexpr int kExitUsage = 2;          // wrong arguments or options
+inline constexpr int kExitBadData = 3;        // a model or data file that cannot be used
 inline constexpr int kExitInterrupted = 130;  // SIGINT
 
 }  // namespace quip::cli

@@ -27,13 +27,13 @@ constexpr size_t kMaxJsonArray = 16;  // longer arrays print as {"type", "length
 // llama.cpp's llama_ftype, as stored in general.file_type.
 std::string file_type_name(uint64_t ft) {
   static const std::map<uint64_t, const char*> kNames = {
-      {0, "F32"},      {1, "F16"},       {2, "Q4_0"},     {3, "Q4_1"},     {7, "Q8_0"},
-      {8, "Q5_0"},     {9, "Q5_1"},      {10, "Q2_K"},    {11, "Q3_K_S"},  {12, "Q3_K_M"},
-      {13, "Q3_K_L"},  {14, "Q4_K_S"},   {15, "Q4_K_M"},  {16, "Q5_K_S"},  {17, "Q5_K_M"},
-      {18, "Q6_K"},    {19, "IQ2_XXS"},  {20, "IQ2_XS"},  {21, "Q2_K_S"},  {22, "IQ3_XS"},
-      {23, "IQ3_XXS"}, {24, "IQ1_S"},    {25, "IQ4_NL"},  {26, "IQ3_S"},   {27, "IQ3_M"},
-      {28, "IQ2_S"},   {29, "IQ2_M"},    {30, "IQ4_XS"},  {31, "IQ1_M"},   {32, "BF16"},
-      {36, "TQ1_0"},   {37, "TQ2_0"},    {38, "MXFP4_MOE"},
+      {0, "F32"},      {1, "F16"},      {2, "Q4_0"},       {3, "Q4_1"},    {7, "Q8_0"},
+      {8, "Q5_0"},     {9, "Q5_1"},     {10, "Q2_K"},      {11, "Q3_K_S"}, {12, "Q3_K_M"},
+      {13, "Q3_K_L"},  {14, "Q4_K_S"},  {15, "Q4_K_M"},    {16, "Q5_K_S"}, {17, "Q5_K_M"},
+      {18, "Q6_K"},    {19, "IQ2_XXS"}, {20, "IQ2_XS"},    {21, "Q2_K_S"}, {22, "IQ3_XS"},
+      {23, "IQ3_XXS"}, {24, "IQ1_S"},   {25, "IQ4_NL"},    {26, "IQ3_S"},  {27, "IQ3_M"},
+      {28, "IQ2_S"},   {29, "IQ2_M"},   {30, "IQ4_XS"},    {31, "IQ1_M"},  {32, "BF16"},
+      {36, "TQ1_0"},   {37, "TQ2_0"},   {38, "MXFP4_MOE"},
   };
   auto it = kNames.find(ft & ~uint64_t{1024});  // 1024: LLAMA_FTYPE_GUESSED
   return it == kNames.end() ? "unknown (" + std::to_string(ft) + ")" : it->second;
@@ -222,14 +222,13 @@ void print_json(const GgufFile& f, const Summary& s, std::ostream& out) {
       {"tensor_bytes", s.tensor_bytes},
   };
   Json metadata = Json::object();
-  for (const gguf::KeyValue& kv : f.metadata()) metadata[std::string(kv.key)] = value_json(kv.value);
+  for (const gguf::KeyValue& kv : f.metadata())
+    metadata[std::string(kv.key)] = value_json(kv.value);
   j["metadata"] = std::move(metadata);
   Json tensors = Json::array();
   for (const gguf::TensorInfo& t : f.tensors()) {
-    tensors.push_back(Json{{"name", t.name},
-                           {"type", t.type.name},
-                           {"shape", shape_json(t)},
-                           {"offset", t.offset}});
+    tensors.push_back(Json{
+        {"name", t.name}, {"type", t.type.name}, {"shape", shape_json(t)}, {"offset", t.offset}});
   }
   j["tensors"] = std::move(tensors);
   // Strings in a file need not be UTF-8; JSON output must be.

@@ -12,7 +12,9 @@ namespace quip::gguf {
 
 namespace {
 
-std::string u64s(uint64_t v) { return std::to_string(v); }
+std::string u64s(uint64_t v) {
+  return std::to_string(v);
+}
 
 std::string shape_string(const TensorInfo& t) {
   std::string s = "[";
@@ -137,8 +139,8 @@ class GgufFile::Parser {
   // Smallest encoding of one element of `type`, to bound counts by the bytes left.
   static uint64_t min_bytes(ValueType type) {
     switch (type) {
-      case ValueType::String: return 8;      // length
-      case ValueType::Array: return 4 + 8;   // element type, length
+      case ValueType::String: return 8;     // length
+      case ValueType::Array: return 4 + 8;  // element type, length
       default: return value_type_size(type);
     }
   }
@@ -280,9 +282,9 @@ class GgufFile::Parser {
                   u64s(left() / kMinKv) + " in the " + u64s(left()) + " bytes after the header)");
     }
     if (n_tensors_ > left() / kMinTensor) {
-      return fail("tensor count " + u64s(n_tensors_) +
-                  " is more than the file can hold (at most " + u64s(left() / kMinTensor) +
-                  " in the " + u64s(left()) + " bytes after the header)");
+      return fail("tensor count " + u64s(n_tensors_) + " is more than the file can hold (at most " +
+                  u64s(left() / kMinTensor) + " in the " + u64s(left()) +
+                  " bytes after the header)");
     }
     return {};
   }
@@ -363,10 +365,8 @@ class GgufFile::Parser {
                       ", expected at least 1");
         }
         t.shape[d] = *dim;
-        if (!checked_mul(t.n_elements, *dim, &t.n_elements) ||
-            t.n_elements > uint64_t{INT64_MAX}) {
-          return fail(what + ": element count of shape " + shape_string(t) +
-                      " overflows 63 bits");
+        if (!checked_mul(t.n_elements, *dim, &t.n_elements) || t.n_elements > uint64_t{INT64_MAX}) {
+          return fail(what + ": element count of shape " + shape_string(t) + " overflows 63 bits");
         }
       }
 
@@ -383,16 +383,16 @@ class GgufFile::Parser {
                     std::string(t.type.name) + " block size " + u64s(t.type.block_size));
       }
       if (!checked_mul(t.n_elements / t.type.block_size, t.type.block_bytes, &t.n_bytes)) {
-        return fail(what + ": byte size of " + u64s(t.n_elements) + " " +
-                    std::string(t.type.name) + " elements overflows 64 bits");
+        return fail(what + ": byte size of " + u64s(t.n_elements) + " " + std::string(t.type.name) +
+                    " elements overflows 64 bits");
       }
 
       auto offset = read_u64("the data offset of " + what);
       if (!offset) return offset.error();
       t.offset = *offset;
       if (t.offset % f_.alignment_ != 0) {
-        return fail(what + ": data offset " + u64s(t.offset) + " is not a multiple of the alignment " +
-                    u64s(f_.alignment_));
+        return fail(what + ": data offset " + u64s(t.offset) +
+                    " is not a multiple of the alignment " + u64s(f_.alignment_));
       }
       f_.tensors_.push_back(t);
     }
@@ -420,17 +420,18 @@ class GgufFile::Parser {
       uint64_t end;
       if (!checked_add(t.offset, t.n_bytes, &end) || end > data_size) {
         return fail("tensor '" + printable(t.name) + "': data at offset " + u64s(t.offset) +
-                    " of " + u64s(t.n_bytes) + " bytes runs past the end of the file (the data "
-                    "section holds " + u64s(data_size) + " bytes)");
+                    " of " + u64s(t.n_bytes) +
+                    " bytes runs past the end of the file (the data "
+                    "section holds " +
+                    u64s(data_size) + " bytes)");
       }
       t.data = bytes_.subspan(data_offset + t.offset, t.n_bytes);
     }
 
     std::vector<size_t> order(f_.tensors_.size());
     std::iota(order.begin(), order.end(), size_t{0});
-    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-      return f_.tensors_[a].offset < f_.tensors_[b].offset;
-    });
+    std::sort(order.begin(), order.end(),
+              [&](size_t a, size_t b) { return f_.tensors_[a].offset < f_.tensors_[b].offset; });
     for (size_t k = 1; k < order.size(); ++k) {
       const TensorInfo& prev = f_.tensors_[order[k - 1]];
       const TensorInfo& cur = f_.tensors_[order[k]];

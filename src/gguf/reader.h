@@ -45,10 +45,10 @@ struct KeyValue {
 
 struct TensorInfo {
   std::string_view name;
-  TypeTraits type;                  // a valid ggml type (maybe without an engine kernel)
-  uint32_t n_dims = 0;              // 1..kMaxDims
+  TypeTraits type;      // a valid ggml type (maybe without an engine kernel)
+  uint32_t n_dims = 0;  // 1..kMaxDims
   std::array<uint64_t, kMaxDims> shape{1, 1, 1, 1};  // shape[0] innermost (ggml's ne)
-  uint64_t offset = 0;              // from the start of the data section, as stored
+  uint64_t offset = 0;  // from the start of the data section, as stored
   uint64_t n_elements = 0;
   uint64_t n_bytes = 0;
   std::span<const std::byte> data;  // into the mapping; not read at open

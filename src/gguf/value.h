@@ -45,9 +45,9 @@ uint32_t value_type_size(ValueType type);
 struct ArrayView {
   ValueType elem_type = ValueType::U8;
   uint64_t length = 0;
-  const std::byte* raw = nullptr;          // scalar elements, little-endian, unaligned
-  std::vector<std::string_view> strings;   // when elem_type == String
-  std::vector<ArrayView> arrays;           // when elem_type == Array
+  const std::byte* raw = nullptr;         // scalar elements, little-endian, unaligned
+  std::vector<std::string_view> strings;  // when elem_type == String
+  std::vector<ArrayView> arrays;          // when elem_type == Array
 
   // Element i of a scalar array.
   // PRECONDITIONS: T matches elem_type (see value_type_of), i < length.
@@ -59,7 +59,9 @@ struct ArrayView {
 using Value = std::variant<uint8_t, int8_t, uint16_t, int16_t, uint32_t, int32_t, float, bool,
                            std::string_view, ArrayView, uint64_t, int64_t, double>;
 
-inline ValueType type_of(const Value& v) { return static_cast<ValueType>(v.index()); }
+inline ValueType type_of(const Value& v) {
+  return static_cast<ValueType>(v.index());
+}
 
 // The ValueType that holds a C++ scalar type T.
 template <class T>
@@ -70,9 +72,9 @@ constexpr ValueType value_type_of() {
     size_t found = 0;
     ((std::is_same_v<T, std::variant_alternative_t<I, V>> ? (found = I, true) : false) || ...);
     return found;
-  }(std::make_index_sequence<std::variant_size_v<V>>{});
-  static_assert(std::is_same_v<T, std::variant_alternative_t<index, V>>,
-                "not a GGUF value type");
+  }
+  (std::make_index_sequence<std::variant_size_v<V>>{});
+  static_assert(std::is_same_v<T, std::variant_alternative_t<index, V>>, "not a GGUF value type");
   return static_cast<ValueType>(index);
 }
 

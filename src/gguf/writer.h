@@ -24,8 +24,8 @@ struct OwnedArray {
 };
 
 // A metadata value that owns its contents; alternatives in ValueType order.
-struct OwnedValue : std::variant<uint8_t, int8_t, uint16_t, int16_t, uint32_t, int32_t, float,
-                                 bool, std::string, OwnedArray, uint64_t, int64_t, double> {
+struct OwnedValue : std::variant<uint8_t, int8_t, uint16_t, int16_t, uint32_t, int32_t, float, bool,
+                                 std::string, OwnedArray, uint64_t, int64_t, double> {
   using variant::variant;
 };
 

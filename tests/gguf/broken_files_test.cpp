@@ -26,7 +26,9 @@ constexpr uint32_t kArray = static_cast<uint32_t>(ValueType::Array);
 constexpr uint32_t kBool = static_cast<uint32_t>(ValueType::Bool);
 constexpr uint64_t kHuge = ~uint64_t{0};  // 2^64 - 1: wraps to 0 when 1 is added
 
-std::vector<std::byte> f32_data(size_t n) { return std::vector<std::byte>(n * 4); }
+std::vector<std::byte> f32_data(size_t n) {
+  return std::vector<std::byte>(n * 4);
+}
 
 // A small valid file: two metadata keys and two F32 tensors.
 GgufWriter valid_writer() {
@@ -69,7 +71,14 @@ const Case kCases[] = {
     {"Empty", [] { return std::vector<std::byte>(); }, "truncated: the magic needs 4 bytes"},
     {"BadMagic", [] { return Bytes().raw("GGML").put<uint32_t>(3).b; },
      "not a GGUF file: magic is 'GGML', expected 'GGUF'"},
-    {"BinaryMagic", [] { return Bytes().raw(std::string_view("\x7f" "ELF", 4)).b; },
+    {"BinaryMagic",
+     [] {
+       return Bytes()
+           .raw(std::string_view("\x7f"
+                                 "ELF",
+                                 4))
+           .b;
+     },
      "magic is '\\x7FELF', expected 'GGUF'"},
     {"VersionOne", [] { return Bytes().header(0, 0, 1).b; },
      "unsupported GGUF version 1, expected 2 or 3"},
@@ -83,15 +92,18 @@ const Case kCases[] = {
      "metadata count 18446744073709551615 is more than the file can hold"},
     {"KeyLengthPastEnd", [] { return Bytes().header(0, 1).put<uint64_t>(100).raw("abcdef").b; },
      "the key of metadata entry 0: length 100 runs past the end of the file"},
-    {"KeyLengthWraps",
-     [] { return Bytes().header(0, 1).put<uint64_t>(kHuge).raw("abcdefgh").b; },
+    {"KeyLengthWraps", [] { return Bytes().header(0, 1).put<uint64_t>(kHuge).raw("abcdefgh").b; },
      "length 18446744073709551615 runs past the end of the file"},
-    {"EmptyKey",
-     [] { return Bytes().header(0, 1).str("").put<uint32_t>(kU8).put<uint8_t>(1).b; },
+    {"EmptyKey", [] { return Bytes().header(0, 1).str("").put<uint32_t>(kU8).put<uint8_t>(1).b; },
      "metadata entry 0: empty key"},
     {"KeyTooLong",
      [] {
-       return Bytes().header(0, 1).str(std::string(65536, 'k')).put<uint32_t>(kU8).put<uint8_t>(1).b;
+       return Bytes()
+           .header(0, 1)
+           .str(std::string(65536, 'k'))
+           .put<uint32_t>(kU8)
+           .put<uint8_t>(1)
+           .b;
      },
      "metadata entry 0: key is 65536 bytes long, expected at most 65535"},
     {"DuplicateKey",
@@ -120,15 +132,18 @@ const Case kCases[] = {
      "key 'k': array of 4611686018427387903 u64 elements runs past the end of the file"},
     {"StringArrayElementPastEnd",
      [] {
-       return one_value(kArray,
-                        Bytes().put<uint32_t>(kString).put<uint64_t>(2).str("ok").put<uint64_t>(kHuge));
+       return one_value(
+           kArray, Bytes().put<uint32_t>(kString).put<uint64_t>(2).str("ok").put<uint64_t>(kHuge));
      },
      "key 'k' element 1: length 18446744073709551615 runs past the end"},
     {"ArrayOfUnknownType",
      [] { return one_value(kArray, Bytes().put<uint32_t>(99).put<uint64_t>(1)); },
      "the elements of key 'k': unknown value type 99, expected 0 to 12"},
     {"ArrayOfBadBools",
-     [] { return one_value(kArray, Bytes().put<uint32_t>(kBool).put<uint64_t>(2).put<uint8_t>(1).put<uint8_t>(9)); },
+     [] {
+       return one_value(
+           kArray, Bytes().put<uint32_t>(kBool).put<uint64_t>(2).put<uint8_t>(1).put<uint8_t>(9));
+     },
      "key 'k' element 1: bool value 9, expected 0 or 1"},
     {"ArraysNestedTooDeep", [] { return one_value(kArray, nested_arrays(kMaxArrayNesting + 1)); },
      "arrays nested 9 deep, expected at most 8"},
@@ -160,7 +175,8 @@ const Case kCases[] = {
        return w.bytes();
      },
      "tensor 0: empty name"},
-    {"TensorNameTooLong", [] {
+    {"TensorNameTooLong",
+     [] {
        GgufWriter w;
        w.add_tensor(std::string(64, 'n'), kF32, {1}, f32_data(1));
        return w.bytes();
@@ -174,16 +190,24 @@ const Case kCases[] = {
        return w.bytes();
      },
      "duplicate tensor name 'a' (tensors 0 and 1)"},
-    {"FiveDims", [] { return one_tensor({1, 1, 1, 1, 1}, kF32, 4); },
+    {"FiveDims",
+     [] {
+       return one_tensor({1, 1, 1, 1, 1}, kF32, 4);
+     },
      "tensor 0 't': 5 dimensions, expected 1 to 4"},
     {"ZeroDims", [] { return one_tensor({}, kF32, 4); },
      "tensor 0 't': 0 dimensions, expected 1 to 4"},
-    {"ZeroDim", [] { return one_tensor({4, 0}, kF32, 0); },
+    {"ZeroDim",
+     [] {
+       return one_tensor({4, 0}, kF32, 0);
+     },
      "tensor 0 't': dimension 1 is 0, expected at least 1"},
     {"NegativeDim", [] { return one_tensor({kHuge}, kF32, 4); },
      "tensor 0 't': dimension 0 is -1 (as int64), expected at least 1"},
     {"ElementCountOverflows",
-     [] { return one_tensor({uint64_t{1} << 32, uint64_t{1} << 32}, kF32, 4); },
+     [] {
+       return one_tensor({uint64_t{1} << 32, uint64_t{1} << 32}, kF32, 4);
+     },
      "element count of shape [4294967296, 4294967296] overflows 63 bits"},
     {"ByteSizeOverflows", [] { return one_tensor({uint64_t{1} << 62}, kF32, 4); },
      "byte size of 4611686018427387904 F32 elements overflows 64 bits"},
@@ -262,14 +286,17 @@ TEST_P(BrokenFile, IsRejectedWithOneClearLine) {
   ASSERT_FALSE(f.ok()) << "accepted";
   const std::string& m = f.error().message;
   EXPECT_EQ(m.rfind("broken.gguf: ", 0), 0u) << m;
-  EXPECT_NE(m.find(c.message), std::string::npos) << "message: " << m << "\nexpected: " << c.message;
+  EXPECT_NE(m.find(c.message), std::string::npos)
+      << "message: " << m << "\nexpected: " << c.message;
   EXPECT_EQ(m.find('\n'), std::string::npos) << m;
 }
 
 INSTANTIATE_TEST_SUITE_P(Catalogue, BrokenFile, ::testing::ValuesIn(kCases),
                          [](const auto& param_info) { return std::string(param_info.param.name); });
 
-TEST(BrokenFile, CatalogueIsLarge) { EXPECT_GE(std::size(kCases), 30u); }
+TEST(BrokenFile, CatalogueIsLarge) {
+  EXPECT_GE(std::size(kCases), 30u);
+}
 
 TEST(BrokenFile, ValidBaseIsAccepted) {
   // The catalogue's base file is valid: each case above breaks one thing.
@@ -321,14 +348,16 @@ TEST(BrokenFile, ByteCorruptionNeverCrashes) {
 }
 
 TEST(BrokenFile, OpenReportsFileErrors) {
-  const auto dir = std::filesystem::temp_directory_path() / ("quip-broken-" + std::to_string(::getpid()));
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("quip-broken-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   const std::string empty = (dir / "empty.gguf").string();
   std::ofstream(empty).close();
 
   auto missing = GgufFile::open((dir / "missing.gguf").string());
   ASSERT_FALSE(missing.ok());
-  EXPECT_NE(missing.error().message.find("missing.gguf: cannot open: No such file"), std::string::npos)
+  EXPECT_NE(missing.error().message.find("missing.gguf: cannot open: No such file"),
+            std::string::npos)
       << missing.error().message;
 
   auto is_dir = GgufFile::open(dir.string());

@@ -1,13 +1,14 @@
 // Writer -> reader round trips for every value type, the typed accessors and
 // their messages, alignment and tensor placement.
+#include "gguf/reader.h"
+
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
 #include <limits>
-#include <unistd.h>
 
-#include "gguf/reader.h"
 #include "gguf/writer.h"
 
 namespace quip::gguf {

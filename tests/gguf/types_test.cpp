@@ -1,10 +1,10 @@
 // The ggml type table against the bits per weight that ggml documents for
 // each format (an independent statement of the block layouts).
+#include "gguf/types.h"
+
 #include <gtest/gtest.h>
 
 #include <set>
-
-#include "gguf/types.h"
 
 namespace quip::gguf {
 namespace {
@@ -14,17 +14,17 @@ TEST(Types, BitsPerWeightMatchTheFormats) {
     GgmlType type;
     double bpw;
   } kExpected[] = {
-      {GgmlType::F32, 32},        {GgmlType::F16, 16},        {GgmlType::BF16, 16},
-      {GgmlType::Q4_0, 4.5},      {GgmlType::Q4_1, 5.0},      {GgmlType::Q5_0, 5.5},
-      {GgmlType::Q5_1, 6.0},      {GgmlType::Q8_0, 8.5},      {GgmlType::Q8_1, 9.0},
-      {GgmlType::Q2_K, 2.625},    {GgmlType::Q3_K, 3.4375},   {GgmlType::Q4_K, 4.5},
-      {GgmlType::Q5_K, 5.5},      {GgmlType::Q6_K, 6.5625},   {GgmlType::Q8_K, 9.125},
+      {GgmlType::F32, 32},         {GgmlType::F16, 16},        {GgmlType::BF16, 16},
+      {GgmlType::Q4_0, 4.5},       {GgmlType::Q4_1, 5.0},      {GgmlType::Q5_0, 5.5},
+      {GgmlType::Q5_1, 6.0},       {GgmlType::Q8_0, 8.5},      {GgmlType::Q8_1, 9.0},
+      {GgmlType::Q2_K, 2.625},     {GgmlType::Q3_K, 3.4375},   {GgmlType::Q4_K, 4.5},
+      {GgmlType::Q5_K, 5.5},       {GgmlType::Q6_K, 6.5625},   {GgmlType::Q8_K, 9.125},
       {GgmlType::IQ2_XXS, 2.0625}, {GgmlType::IQ2_XS, 2.3125}, {GgmlType::IQ2_S, 2.5625},
       {GgmlType::IQ3_XXS, 3.0625}, {GgmlType::IQ3_S, 3.4375},  {GgmlType::IQ1_S, 1.5625},
-      {GgmlType::IQ1_M, 1.75},    {GgmlType::IQ4_NL, 4.5},    {GgmlType::IQ4_XS, 4.25},
-      {GgmlType::TQ1_0, 1.6875},  {GgmlType::TQ2_0, 2.0625},  {GgmlType::MXFP4, 4.25},
-      {GgmlType::I8, 8},          {GgmlType::I16, 16},        {GgmlType::I32, 32},
-      {GgmlType::I64, 64},        {GgmlType::F64, 64},
+      {GgmlType::IQ1_M, 1.75},     {GgmlType::IQ4_NL, 4.5},    {GgmlType::IQ4_XS, 4.25},
+      {GgmlType::TQ1_0, 1.6875},   {GgmlType::TQ2_0, 2.0625},  {GgmlType::MXFP4, 4.25},
+      {GgmlType::I8, 8},           {GgmlType::I16, 16},        {GgmlType::I32, 32},
+      {GgmlType::I64, 64},         {GgmlType::F64, 64},
   };
   std::set<uint32_t> seen;
   for (const auto& e : kExpected) {

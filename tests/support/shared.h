@@ -24,13 +24,13 @@ std::string read_file(const std::filesystem::path& path);
 
 }  // namespace quip::testing
 
-#define QUIP_REQUIRE_SHARED()                                                          \
-  do {                                                                                 \
-    if (::quip::testing::shared_dir().empty()) {                                       \
-      if (std::getenv("CI") != nullptr) {                                              \
-        FAIL() << "shared test data not found at " QUIP_SHARED_DIR " (CI is set)";     \
-      }                                                                                \
-      GTEST_SKIP() << "shared test data not found at " QUIP_SHARED_DIR                 \
-                   " (configure with -DQUIP_SHARED_DIR=...)";                          \
-    }                                                                                  \
+#define QUIP_REQUIRE_SHARED()                                                      \
+  do {                                                                             \
+    if (::quip::testing::shared_dir().empty()) {                                   \
+      if (std::getenv("CI") != nullptr) {                                          \
+        FAIL() << "shared test data not found at " QUIP_SHARED_DIR " (CI is set)"; \
+      }                                                                            \
+      GTEST_SKIP() << "shared test data not found at " QUIP_SHARED_DIR             \
+                      " (configure with -DQUIP_SHARED_DIR=...)";                   \
+    }                                                                              \
   } while (0)
