@@ -9,6 +9,8 @@
 #include <cstring>
 #include <utility>
 
+#include "base/text.h"
+
 namespace quip {
 
 namespace {
@@ -23,7 +25,7 @@ struct FdCloser {
 };
 
 Error errno_error(const std::string& path, const char* what) {
-  return Error{path + ": " + what + ": " + std::strerror(errno)};
+  return Error{printable(path, 4096) + ": " + what + ": " + std::strerror(errno)};
 }
 
 }  // namespace
@@ -35,8 +37,9 @@ Result<MappedFile> MappedFile::open(const std::string& path) {
 
   struct stat st {};
   if (::fstat(fd, &st) != 0) return errno_error(path, "cannot stat");
-  if (S_ISDIR(st.st_mode)) return Error{path + ": is a directory, expected a file"};
-  if (!S_ISREG(st.st_mode)) return Error{path + ": is not a regular file"};
+  if (S_ISDIR(st.st_mode))
+    return Error{printable(path, 4096) + ": is a directory, expected a file"};
+  if (!S_ISREG(st.st_mode)) return Error{printable(path, 4096) + ": is not a regular file"};
 
   MappedFile file;
   file.path_ = path;

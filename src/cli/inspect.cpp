@@ -2,11 +2,13 @@
 
 #include <CLI/CLI.hpp>
 #include <charconv>
+#include <cmath>
 #include <cstdio>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "base/text.h"
 #include "cli/exit_status.h"
 #include "cli/usage.h"
 #include "gguf/keys.h"
@@ -73,6 +75,15 @@ double shortest_double(float f) {
   return d;
 }
 
+// JSON has no NaN or infinity: those print as the strings "NaN", "Infinity"
+// and "-Infinity" (the spellings of JavaScript and Python), never as null,
+// which would read as a missing value.
+Json number_json(double d) {
+  if (std::isnan(d)) return "NaN";
+  if (std::isinf(d)) return d > 0 ? "Infinity" : "-Infinity";
+  return d;
+}
+
 Json array_json(const ArrayView& a);
 
 Json scalar_array_element(const ArrayView& a, uint64_t i) {
@@ -83,11 +94,11 @@ Json scalar_array_element(const ArrayView& a, uint64_t i) {
     case ValueType::I16: return a.at<int16_t>(i);
     case ValueType::U32: return a.at<uint32_t>(i);
     case ValueType::I32: return a.at<int32_t>(i);
-    case ValueType::F32: return shortest_double(a.at<float>(i));
+    case ValueType::F32: return number_json(shortest_double(a.at<float>(i)));
     case ValueType::Bool: return a.at<bool>(i);
     case ValueType::U64: return a.at<uint64_t>(i);
     case ValueType::I64: return a.at<int64_t>(i);
-    case ValueType::F64: return a.at<double>(i);
+    case ValueType::F64: return number_json(a.at<double>(i));
     case ValueType::String: return a.strings[i];
     case ValueType::Array: return array_json(a.arrays[i]);
   }
@@ -110,7 +121,9 @@ Json value_json(const Value& v) {
         if constexpr (std::is_same_v<T, ArrayView>) {
           return array_json(x);
         } else if constexpr (std::is_same_v<T, float>) {
-          return shortest_double(x);
+          return number_json(shortest_double(x));
+        } else if constexpr (std::is_same_v<T, double>) {
+          return number_json(x);
         } else {
           return x;
         }
@@ -223,7 +236,8 @@ void print_json(const GgufFile& f, const Summary& s, std::ostream& out) {
   };
   Json metadata = Json::object();
   for (const gguf::KeyValue& kv : f.metadata())
-    metadata[std::string(kv.key)] = value_json(kv.value);
+    // Keys keep their bytes; the dump's U+FFFD replacement could make two keys equal.
+    metadata[escape_invalid_utf8(kv.key)] = value_json(kv.value);
   j["metadata"] = std::move(metadata);
   Json tensors = Json::array();
   for (const gguf::TensorInfo& t : f.tensors()) {
@@ -245,12 +259,12 @@ void print_text(const GgufFile& f, const Summary& s, bool list_tensors, std::ost
     return v ? std::to_string(*v) : std::string("-");
   };
   const auto str = [](const std::optional<std::string>& v) {
-    return v ? gguf::printable(*v) : std::string("-");
+    return v ? printable(*v) : std::string("-");
   };
 
-  row("file", f.name() + " (GGUF v" + std::to_string(f.version()) + ", " +
+  row("file", printable(f.name(), 4096) + " (GGUF v" + std::to_string(f.version()) + ", " +
                   human_bytes(f.file_size()) + ")");
-  row("architecture", s.architecture.empty() ? "-" : gguf::printable(s.architecture));
+  row("architecture", s.architecture.empty() ? "-" : printable(s.architecture));
   row("name", str(s.name));
   row("parameters", human_count(s.n_params) + " (" + std::to_string(s.n_params) + ")");
   row("file type", s.file_type ? file_type_name(*s.file_type) : "-");
@@ -286,7 +300,7 @@ void print_text(const GgufFile& f, const Summary& s, bool list_tensors, std::ost
     std::string shape;
     for (uint32_t d = 0; d < t.n_dims; ++d) shape += (d ? " x " : "") + std::to_string(t.shape[d]);
     char buf[160];
-    std::snprintf(buf, sizeof buf, "%-40s %-8s %-24s %12llu\n", gguf::printable(t.name).c_str(),
+    std::snprintf(buf, sizeof buf, "%-40s %-8s %-24s %12llu\n", printable(t.name).c_str(),
                   std::string(t.type.name).c_str(), shape.c_str(),
                   static_cast<unsigned long long>(t.offset));
     out << buf;
@@ -317,8 +331,7 @@ int inspect_main(const std::vector<std::string>& args, std::ostream& out, std::o
   } else {
     print_text(*file, s, tensors, out);
   }
-  out.flush();
-  return out ? kExitOk : kExitFailure;
+  return kExitOk;
 }
 
 }  // namespace quip::cli

@@ -1,16 +1,19 @@
 // quip: a local LLM for the Unix shell. This file only dispatches to the
 // subcommands; each lives in its own file under cli/.
+#include <cerrno>
 #include <cstring>
 #include <iostream>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "base/text.h"
 #include "cli/exit_status.h"
 #include "cli/inspect.h"
 
 namespace {
 
+using quip::cli::kExitFailure;
 using quip::cli::kExitOk;
 using quip::cli::kExitUsage;
 
@@ -37,10 +40,7 @@ void print_help(std::ostream& out) {
          "3 unusable model or data file, 130 interrupted.\n";
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  std::ios::sync_with_stdio(false);
+int run(int argc, char** argv) {
   if (argc < 2) {
     std::cerr << "quip: no command given (see 'quip --help')\n";
     return kExitUsage;
@@ -56,6 +56,25 @@ int main(int argc, char** argv) {
       return s.run(args, std::cout, std::cerr);
     }
   }
-  std::cerr << "quip: unknown command '" << first << "' (see 'quip --help')\n";
+  std::cerr << "quip: unknown command '" << quip::printable(first) << "' (see 'quip --help')\n";
   return kExitUsage;
+}
+
+// The exit status of a command that returned `status`, once its output is
+// flushed: a full disk or a closed file must not pass for success.
+int finish(int status) {
+  errno = 0;
+  std::cout.flush();
+  if (std::cout) return status;
+  const int e = errno;
+  std::cerr << "quip: cannot write the output"
+            << (e != 0 ? std::string(": ") + std::strerror(e) : "") << '\n';
+  return status == kExitOk ? kExitFailure : status;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::ios::sync_with_stdio(false);
+  return finish(run(argc, argv));
 }

@@ -5,8 +5,10 @@
 #include <cstdio>
 #include <cstring>
 #include <numeric>
+#include <type_traits>
 
 #include "base/checked.h"
+#include "base/text.h"
 
 namespace quip::gguf {
 
@@ -25,56 +27,28 @@ std::string shape_string(const TensorInfo& t) {
   return s + "]";
 }
 
-// Length of the valid UTF-8 sequence starting at s[i], or 0 if there is none.
-size_t utf8_sequence_length(std::string_view s, size_t i) {
-  const auto b = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
-  const unsigned char c = b(i);
-  size_t n;
-  uint32_t min;
-  if (c < 0x80) return 1;
-  if ((c & 0xE0) == 0xC0) {
-    n = 2, min = 0x80;
-  } else if ((c & 0xF0) == 0xE0) {
-    n = 3, min = 0x800;
-  } else if ((c & 0xF8) == 0xF0) {
-    n = 4, min = 0x10000;
-  } else {
-    return 0;
-  }
-  if (i + n > s.size()) return 0;
-  uint32_t cp = c & (0x7F >> n);
-  for (size_t k = 1; k < n; ++k) {
-    if ((b(i + k) & 0xC0) != 0x80) return 0;
-    cp = (cp << 6) | (b(i + k) & 0x3F);
-  }
-  if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
-  return n;
-}
-
 }  // namespace
 
-std::string printable(std::string_view text, size_t max_bytes) {
-  std::string out;
-  size_t i = 0;
-  while (i < text.size()) {
-    if (out.size() >= max_bytes) {
-      out += "...";
-      break;
-    }
-    const size_t n = utf8_sequence_length(text, i);
-    const auto c = static_cast<unsigned char>(text[i]);
-    if (n == 0 || (n == 1 && (c < 0x20 || c == 0x7F))) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\x%02X", c);
-      out += buf;
-      ++i;
-    } else {
-      out.append(text.substr(i, n));
-      i += n;
-    }
-  }
-  return out;
-}
+// What a read is for, as a message fragment ("the key of metadata entry 3"),
+// built only when a message needs it: a 128k-token vocabulary would otherwise
+// build 128k strings that nobody reads. Non-owning, like a string_view: the
+// callable it refers to must outlive it.
+class What {
+ public:
+  What(const char* text)  // NOLINT: implicit by design
+      : obj_(text), call_([](const void* o) { return std::string(static_cast<const char*>(o)); }) {}
+
+  template <class F>
+  requires std::is_invocable_r_v<std::string, const F&> What(
+      const F& f)  // NOLINT: implicit by design
+      : obj_(&f), call_([](const void* o) { return (*static_cast<const F*>(o))(); }) {}
+
+  std::string operator()() const { return call_(obj_); }
+
+ private:
+  const void* obj_;
+  std::string (*call_)(const void*);
+};
 
 // Walks the bytes once, front to back. Every read checks the bytes left first;
 // every count is checked against what the bytes left could hold before
@@ -92,13 +66,13 @@ class GgufFile::Parser {
   }
 
  private:
-  Error fail(const std::string& what) const { return Error{f_.name_ + ": " + what}; }
+  Error fail(const std::string& what) const { return Error{f_.prefix_ + what}; }
 
   uint64_t left() const { return bytes_.size() - pos_; }
 
   // An error for `need` bytes of `what` that the file does not have.
-  Error truncated(uint64_t need, const std::string& what) const {
-    return fail("truncated: " + what + " needs " + u64s(need) + " bytes at offset " + u64s(pos_) +
+  Error truncated(uint64_t need, What what) const {
+    return fail("truncated: " + what() + " needs " + u64s(need) + " bytes at offset " + u64s(pos_) +
                 ", the file has " + u64s(left()) + " left");
   }
 
@@ -110,29 +84,29 @@ class GgufFile::Parser {
     return true;
   }
 
-  Result<uint64_t> read_u64(const std::string& what) {
+  Result<uint64_t> read_u64(What what) {
     uint64_t v;
     if (!read(&v)) return truncated(8, what);
     return v;
   }
 
-  Result<uint32_t> read_u32(const std::string& what) {
+  Result<uint32_t> read_u32(What what) {
     uint32_t v;
     if (!read(&v)) return truncated(4, what);
     return v;
   }
 
-  Result<std::string_view> read_string(const std::string& what) {
-    auto len = read_u64("the length of " + what);
-    if (!len) return len.error();
+  Result<std::string_view> read_string(What what) {
+    uint64_t len;
+    if (!read(&len)) return truncated(8, [&] { return "the length of " + what(); });
     // Compared with the bytes left before any arithmetic: a length near 2^64
     // must not wrap into a small number.
-    if (*len > left()) {
-      return fail(what + ": length " + u64s(*len) + " runs past the end of the file (" +
+    if (len > left()) {
+      return fail(what() + ": length " + u64s(len) + " runs past the end of the file (" +
                   u64s(left()) + " bytes left at offset " + u64s(pos_) + ")");
     }
-    std::string_view s(reinterpret_cast<const char*>(bytes_.data() + pos_), *len);
-    pos_ += *len;
+    std::string_view s(reinterpret_cast<const char*>(bytes_.data() + pos_), len);
+    pos_ += len;
     return s;
   }
 
@@ -145,24 +119,24 @@ class GgufFile::Parser {
     }
   }
 
-  Result<ValueType> read_value_type(const std::string& what) {
-    auto t = read_u32("the value type of " + what);
-    if (!t) return t.error();
-    if (*t >= kValueTypeCount) {
-      return fail(what + ": unknown value type " + u64s(*t) + ", expected 0 to " +
+  Result<ValueType> read_value_type(What what) {
+    uint32_t t;
+    if (!read(&t)) return truncated(4, what);
+    if (t >= kValueTypeCount) {
+      return fail(what() + ": unknown value type " + u64s(t) + ", expected 0 to " +
                   u64s(kValueTypeCount - 1));
     }
-    return static_cast<ValueType>(*t);
+    return static_cast<ValueType>(t);
   }
 
   template <class T>
-  Result<Value> scalar(const std::string& what) {
+  Result<Value> scalar(What what) {
     T v;
     if (!read(&v)) return truncated(sizeof(T), what);
     return Value(std::in_place_type<T>, v);
   }
 
-  Result<Value> value(ValueType type, const std::string& what, uint32_t nesting) {
+  Result<Value> value(ValueType type, What what, uint32_t nesting) {
     switch (type) {
       case ValueType::U8: return scalar<uint8_t>(what);
       case ValueType::I8: return scalar<int8_t>(what);
@@ -177,7 +151,7 @@ class GgufFile::Parser {
       case ValueType::Bool: {
         uint8_t b;
         if (!read(&b)) return truncated(1, what);
-        if (b > 1) return fail(what + ": bool value " + u64s(b) + ", expected 0 or 1");
+        if (b > 1) return fail(what() + ": bool value " + u64s(b) + ", expected 0 or 1");
         return Value(b == 1);
       }
       case ValueType::String: {
@@ -195,51 +169,50 @@ class GgufFile::Parser {
     return Error{};
   }
 
-  Result<ArrayView> array(const std::string& what, uint32_t nesting) {
+  Result<ArrayView> array(What what, uint32_t nesting) {
     if (nesting > kMaxArrayNesting) {
-      return fail(what + ": arrays nested " + u64s(nesting) + " deep, expected at most " +
+      return fail(what() + ": arrays nested " + u64s(nesting) + " deep, expected at most " +
                   u64s(kMaxArrayNesting));
     }
     ArrayView a;
-    auto elem = read_value_type("the elements of " + what);
+    auto elem = read_value_type([&] { return "the elements of " + what(); });
     if (!elem) return elem.error();
     a.elem_type = *elem;
-    auto len = read_u64("the length of " + what);
+    auto len = read_u64([&] { return "the length of " + what(); });
     if (!len) return len.error();
     a.length = *len;
 
     uint64_t need;
     if (!checked_mul(a.length, min_bytes(a.elem_type), &need) || need > left()) {
-      return fail(what + ": array of " + u64s(a.length) + " " +
+      return fail(what() + ": array of " + u64s(a.length) + " " +
                   std::string(value_type_name(a.elem_type)) +
                   " elements runs past the end of the file (" + u64s(left()) +
                   " bytes left at offset " + u64s(pos_) + ")");
     }
+    uint64_t i = 0;
+    const auto element = [&] { return what() + " element " + u64s(i); };
     switch (a.elem_type) {
       case ValueType::String:
         a.strings.reserve(a.length);
-        for (uint64_t i = 0; i < a.length; ++i) {
-          auto s = read_string(what + " element " + u64s(i));
+        for (; i < a.length; ++i) {
+          auto s = read_string(element);
           if (!s) return s.error();
           a.strings.push_back(*s);
         }
         break;
       case ValueType::Array:
         a.arrays.reserve(a.length);
-        for (uint64_t i = 0; i < a.length; ++i) {
-          auto inner = array(what + " element " + u64s(i), nesting + 1);
+        for (; i < a.length; ++i) {
+          auto inner = array(element, nesting + 1);
           if (!inner) return inner.error();
           a.arrays.push_back(std::move(*inner));
         }
         break;
       case ValueType::Bool:
         a.raw = bytes_.data() + pos_;
-        for (uint64_t i = 0; i < a.length; ++i) {
+        for (; i < a.length; ++i) {
           const auto b = static_cast<uint8_t>(a.raw[i]);
-          if (b > 1) {
-            return fail(what + " element " + u64s(i) + ": bool value " + u64s(b) +
-                        ", expected 0 or 1");
-          }
+          if (b > 1) return fail(element() + ": bool value " + u64s(b) + ", expected 0 or 1");
         }
         pos_ += need;
         break;
@@ -292,18 +265,18 @@ class GgufFile::Parser {
   Result<void> metadata() {
     f_.metadata_.reserve(n_kv_);
     for (uint64_t i = 0; i < n_kv_; ++i) {
-      const std::string entry = "metadata entry " + u64s(i);
-      auto key = read_string("the key of " + entry);
+      const auto entry = [&] { return "metadata entry " + u64s(i); };
+      auto key = read_string([&] { return "the key of " + entry(); });
       if (!key) return key.error();
-      if (key->empty()) return fail(entry + ": empty key");
+      if (key->empty()) return fail(entry() + ": empty key");
       if (key->size() > kMaxKeyBytes) {
-        return fail(entry + ": key is " + u64s(key->size()) + " bytes long, expected at most " +
+        return fail(entry() + ": key is " + u64s(key->size()) + " bytes long, expected at most " +
                     u64s(kMaxKeyBytes));
       }
-      const std::string what = "key '" + printable(*key) + "'";
+      const auto what = [&] { return "key '" + printable(*key) + "'"; };
       auto [it, inserted] = f_.metadata_index_.emplace(*key, i);
       if (!inserted) {
-        return fail("duplicate " + what + " (metadata entries " + u64s(it->second) + " and " +
+        return fail("duplicate " + what() + " (metadata entries " + u64s(it->second) + " and " +
                     u64s(i) + ")");
       }
       auto type = read_value_type(what);
@@ -333,13 +306,13 @@ class GgufFile::Parser {
     f_.tensors_.reserve(n_tensors_);
     for (uint64_t i = 0; i < n_tensors_; ++i) {
       TensorInfo t;
-      auto name = read_string("the name of tensor " + u64s(i));
+      auto name = read_string([&] { return "the name of tensor " + u64s(i); });
       if (!name) return name.error();
       t.name = *name;
-      const std::string what = "tensor " + u64s(i) + " '" + printable(t.name) + "'";
+      const auto what = [&] { return "tensor " + u64s(i) + " '" + printable(t.name) + "'"; };
       if (t.name.empty()) return fail("tensor " + u64s(i) + ": empty name");
       if (t.name.size() > kMaxTensorNameBytes) {
-        return fail(what + ": name is " + u64s(t.name.size()) + " bytes long, expected at most " +
+        return fail(what() + ": name is " + u64s(t.name.size()) + " bytes long, expected at most " +
                     u64s(kMaxTensorNameBytes));
       }
       auto [it, inserted] = f_.tensor_index_.emplace(t.name, i);
@@ -348,50 +321,52 @@ class GgufFile::Parser {
                     u64s(it->second) + " and " + u64s(i) + ")");
       }
 
-      auto n_dims = read_u32("the dimension count of " + what);
+      auto n_dims = read_u32([&] { return "the dimension count of " + what(); });
       if (!n_dims) return n_dims.error();
       if (*n_dims < 1 || *n_dims > kMaxDims) {
-        return fail(what + ": " + u64s(*n_dims) + " dimensions, expected 1 to " + u64s(kMaxDims));
+        return fail(what() + ": " + u64s(*n_dims) + " dimensions, expected 1 to " + u64s(kMaxDims));
       }
       t.n_dims = *n_dims;
       t.n_elements = 1;
       for (uint32_t d = 0; d < t.n_dims; ++d) {
-        auto dim = read_u64("dimension " + u64s(d) + " of " + what);
+        auto dim = read_u64([&] { return "dimension " + u64s(d) + " of " + what(); });
         if (!dim) return dim.error();
         if (*dim == 0 || *dim > uint64_t{INT64_MAX}) {
-          return fail(what + ": dimension " + u64s(d) + " is " +
+          return fail(what() + ": dimension " + u64s(d) + " is " +
                       (*dim == 0 ? std::string("0")
                                  : std::to_string(static_cast<int64_t>(*dim)) + " (as int64)") +
                       ", expected at least 1");
         }
         t.shape[d] = *dim;
         if (!checked_mul(t.n_elements, *dim, &t.n_elements) || t.n_elements > uint64_t{INT64_MAX}) {
-          return fail(what + ": element count of shape " + shape_string(t) + " overflows 63 bits");
+          return fail(what() + ": element count of shape " + shape_string(t) +
+                      " overflows 63 bits");
         }
       }
 
-      auto type = read_u32("the type of " + what);
+      auto type = read_u32([&] { return "the type of " + what(); });
       if (!type) return type.error();
       const std::optional<TypeTraits> traits = type_traits(*type);
       if (!traits) {
-        return fail(what + ": invalid type " + u64s(*type) + ", expected a ggml type id below " +
+        return fail(what() + ": invalid type " + u64s(*type) + ", expected a ggml type id below " +
                     u64s(kGgmlTypeIdEnd) + " (not 4, 5, 31-33 or 36-38)");
       }
       t.type = *traits;
       if (t.shape[0] % t.type.block_size != 0) {
-        return fail(what + ": first dimension " + u64s(t.shape[0]) + " is not a multiple of the " +
-                    std::string(t.type.name) + " block size " + u64s(t.type.block_size));
+        return fail(what() + ": first dimension " + u64s(t.shape[0]) +
+                    " is not a multiple of the " + std::string(t.type.name) + " block size " +
+                    u64s(t.type.block_size));
       }
       if (!checked_mul(t.n_elements / t.type.block_size, t.type.block_bytes, &t.n_bytes)) {
-        return fail(what + ": byte size of " + u64s(t.n_elements) + " " + std::string(t.type.name) +
-                    " elements overflows 64 bits");
+        return fail(what() + ": byte size of " + u64s(t.n_elements) + " " +
+                    std::string(t.type.name) + " elements overflows 64 bits");
       }
 
-      auto offset = read_u64("the data offset of " + what);
+      auto offset = read_u64([&] { return "the data offset of " + what(); });
       if (!offset) return offset.error();
       t.offset = *offset;
       if (t.offset % f_.alignment_ != 0) {
-        return fail(what + ": data offset " + u64s(t.offset) +
+        return fail(what() + ": data offset " + u64s(t.offset) +
                     " is not a multiple of the alignment " + u64s(f_.alignment_));
       }
       f_.tensors_.push_back(t);
@@ -455,6 +430,7 @@ class GgufFile::Parser {
 Result<GgufFile> GgufFile::parse(std::string name, std::span<const std::byte> bytes) {
   GgufFile f;
   f.name_ = std::move(name);
+  f.prefix_ = printable(f.name_, 4096) + ": ";
   f.bytes_ = bytes;
   if (auto r = Parser(f).run(); !r) return r.error();
   return f;
@@ -481,27 +457,27 @@ const TensorInfo* GgufFile::find_tensor(std::string_view name) const {
 }
 
 Error GgufFile::key_type_error(std::string_view key, ValueType found, ValueType expected) const {
-  return Error{name_ + ": key '" + printable(key) + "' has type " +
+  return Error{prefix_ + "key '" + printable(key) + "' has type " +
                std::string(value_type_name(found)) + ", expected " +
                std::string(value_type_name(expected))};
 }
 
 Result<uint64_t> GgufFile::get_uint(std::string_view key) const {
   const Value* v = find(key);
-  if (v == nullptr) return Error{name_ + ": key '" + printable(key) + "' not found"};
+  if (v == nullptr) return Error{prefix_ + "key '" + printable(key) + "' not found"};
   return std::visit(
       [&](const auto& x) -> Result<uint64_t> {
         using T = std::decay_t<decltype(x)>;
         if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
           if constexpr (std::is_signed_v<T>) {
             if (x < 0) {
-              return Error{name_ + ": key '" + printable(key) + "' is " + std::to_string(x) +
+              return Error{prefix_ + "key '" + printable(key) + "' is " + std::to_string(x) +
                            ", expected a non-negative integer"};
             }
           }
           return static_cast<uint64_t>(x);
         } else {
-          return Error{name_ + ": key '" + printable(key) + "' has type " +
+          return Error{prefix_ + "key '" + printable(key) + "' has type " +
                        std::string(value_type_name(type_of(*v))) + ", expected an integer"};
         }
       },
@@ -510,11 +486,11 @@ Result<uint64_t> GgufFile::get_uint(std::string_view key) const {
 
 Result<const ArrayView*> GgufFile::get_array(std::string_view key, ValueType elem) const {
   const Value* v = find(key);
-  if (v == nullptr) return Error{name_ + ": key '" + printable(key) + "' not found"};
+  if (v == nullptr) return Error{prefix_ + "key '" + printable(key) + "' not found"};
   const auto* p = std::get_if<ArrayView>(v);
   if (p == nullptr) return key_type_error(key, type_of(*v), ValueType::Array);
   if (p->elem_type != elem) {
-    return Error{name_ + ": key '" + printable(key) + "' is an array of " +
+    return Error{prefix_ + "key '" + printable(key) + "' is an array of " +
                  std::string(value_type_name(p->elem_type)) + ", expected an array of " +
                  std::string(value_type_name(elem))};
   }

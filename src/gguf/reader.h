@@ -27,6 +27,7 @@
 
 #include "base/mapped_file.h"
 #include "base/result.h"
+#include "base/text.h"
 #include "gguf/types.h"
 #include "gguf/value.h"
 
@@ -105,6 +106,7 @@ class GgufFile {
   Error key_type_error(std::string_view key, ValueType found, ValueType expected) const;
 
   std::string name_;
+  std::string prefix_;                 // "name: ", printable, for messages
   std::optional<MappedFile> mapping_;  // set by open(); parse() borrows instead
   std::span<const std::byte> bytes_;
   uint32_t version_ = 0;
@@ -120,7 +122,7 @@ template <class T>
 Result<T> GgufFile::get(std::string_view key) const {
   static_assert(!std::is_same_v<T, ArrayView>, "use get_array(), which does not copy");
   const Value* v = find(key);
-  if (v == nullptr) return Error{name_ + ": key '" + std::string(key) + "' not found"};
+  if (v == nullptr) return Error{prefix_ + "key '" + printable(key) + "' not found"};
   if (const T* p = std::get_if<T>(v)) return *p;
   return key_type_error(key, type_of(*v), value_type_of<T>());
 }
@@ -132,9 +134,5 @@ Result<std::optional<T>> GgufFile::get_optional(std::string_view key) const {
   if (const T* p = std::get_if<T>(v)) return std::optional<T>(*p);
   return key_type_error(key, type_of(*v), value_type_of<T>());
 }
-
-// `text` made safe to print in a one-line message: control characters and
-// bytes that are not valid UTF-8 become \xNN, and long text is shortened.
-std::string printable(std::string_view text, size_t max_bytes = 80);
 
 }  // namespace quip::gguf

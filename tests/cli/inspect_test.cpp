@@ -50,6 +50,7 @@ using Json = nlohmann::json;
 using OrderedJson = nlohmann::ordered_json;
 
 constexpr int kExitOk = 0;
+constexpr int kExitFailure = 1;
 constexpr int kExitUsage = 2;
 constexpr int kExitBadData = 3;
 constexpr uint64_t kMaxJsonArray = 16;  // longer arrays print as {"type", "length"}
@@ -95,10 +96,11 @@ struct RunResult {
 
 // Runs `quip args...` with stdin from /dev/null and stdout, stderr captured
 // through files (no pipe to deadlock on however much it prints).
-RunResult run_quip(const std::vector<std::string>& args) {
+// With `stdout_to` set, stdout goes there instead (and r.out stays empty).
+RunResult run_quip(const std::vector<std::string>& args, const std::string& stdout_to = "") {
   RunResult r;
   TempDir dir;
-  const std::string out_path = (dir / "stdout").string();
+  const std::string out_path = stdout_to.empty() ? (dir / "stdout").string() : stdout_to;
   const std::string err_path = (dir / "stderr").string();
 
   std::vector<std::string> argv_strings = {QUIP_BINARY};
@@ -133,7 +135,7 @@ RunResult run_quip(const std::vector<std::string>& args) {
   } else if (WIFSIGNALED(wstatus)) {
     r.status = 128 + WTERMSIG(wstatus);
   }
-  r.out = testing::read_file(out_path);
+  if (stdout_to.empty()) r.out = testing::read_file(out_path);
   r.err = testing::read_file(err_path);
   return r;
 }
@@ -907,6 +909,63 @@ TEST(InspectCli, HelpListsInspect) {
     EXPECT_EQ(r.err, "");
     EXPECT_NE(r.out.find("inspect"), std::string::npos) << r.out;
   }
+}
+
+// ---- Output that cannot be written, values JSON cannot hold -----------------
+
+TEST(InspectOutput, FullDiskIsAFailureWithOneLine) {
+  TempDir dir;
+  write_bytes(dir / "valid.gguf", small_valid_file());
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"inspect", (dir / "valid.gguf").string()},
+        std::vector<std::string>{"inspect", "--help"}, std::vector<std::string>{"--help"}}) {
+    const RunResult r = run_quip(args, "/dev/full");
+    EXPECT_EQ(r.status, kExitFailure) << describe(args, r);
+    EXPECT_EQ(count_lines(r.err), 1u) << describe(args, r);
+    EXPECT_NE(r.err.find("No space left on device"), std::string::npos) << r.err;
+  }
+}
+
+TEST(InspectOutput, PathWithNewlineStaysOnOneLine) {
+  TempDir dir;
+  const fs::path path = dir / "two\nlines.gguf";
+  write_bytes(path, {std::byte{'x'}});
+  const std::vector<std::string> args = {"inspect", path.string()};
+  const RunResult r = run_quip(args);
+  EXPECT_EQ(r.status, kExitBadData) << describe(args, r);
+  EXPECT_EQ(count_lines(r.err), 1u) << describe(args, r);
+  EXPECT_NE(r.err.find("two\\x0Alines.gguf"), std::string::npos) << r.err;
+}
+
+TEST(InspectOutput, NonFiniteFloatsAreNamedNotNull) {
+  TempDir dir;
+  GgufWriter w;
+  w.set("general.architecture", std::string("llama"));
+  w.set("v.nan", std::numeric_limits<float>::quiet_NaN());
+  w.set("v.inf", std::numeric_limits<double>::infinity());
+  w.set("v.ninf", -std::numeric_limits<float>::infinity());
+  w.set("v.list", make_array(std::vector<float>{1.0f, std::numeric_limits<float>::infinity()}));
+  ASSERT_TRUE(w.write((dir / "nan.gguf").string()).ok());
+  const OrderedJson j = inspect_json(dir / "nan.gguf");
+  const OrderedJson& m = j.at("metadata");
+  EXPECT_EQ(m.at("v.nan"), "NaN");
+  EXPECT_EQ(m.at("v.inf"), "Infinity");
+  EXPECT_EQ(m.at("v.ninf"), "-Infinity");
+  EXPECT_EQ(m.at("v.list"), OrderedJson::parse(R"([1.0, "Infinity"])"));
+}
+
+TEST(InspectOutput, KeysDifferingInInvalidBytesStayDistinct) {
+  TempDir dir;
+  GgufWriter w;
+  w.set("general.architecture", std::string("llama"));
+  w.set("k\xff", uint8_t{1});
+  w.set("k\xfe", uint8_t{2});
+  ASSERT_TRUE(w.write((dir / "keys.gguf").string()).ok());
+  const OrderedJson j = inspect_json(dir / "keys.gguf");
+  EXPECT_EQ(j.at("n_kv"), 3);
+  EXPECT_EQ(j.at("metadata").size(), 3u);
+  EXPECT_EQ(j.at("metadata").at("k\\xFF"), 1);
+  EXPECT_EQ(j.at("metadata").at("k\\xFE"), 2);
 }
 
 }  // namespace

@@ -285,12 +285,5 @@ TEST(Reader, WriteAndOpenAFile) {
   std::filesystem::remove(path);
 }
 
-TEST(Reader, PrintableEscapesWhatATerminalShouldNotSee) {
-  EXPECT_EQ(printable("plain ▁ 日本"), "plain ▁ 日本");
-  EXPECT_EQ(printable(std::string("a\nb\0c", 5)), "a\\x0Ab\\x00c");
-  EXPECT_EQ(printable("\xff\xc3"), "\\xFF\\xC3");
-  EXPECT_EQ(printable(std::string(100, 'x'), 10), std::string(10, 'x') + "...");
-}
-
 }  // namespace
 }  // namespace quip::gguf
