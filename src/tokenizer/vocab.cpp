@@ -1,0 +1,333 @@
+#include "tokenizer/vocab.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+
+#include "base/text.h"
+#include "gguf/keys.h"
+#include "tokenizer/unicode.h"
+
+namespace quip::tokenizer {
+
+namespace {
+
+namespace k = gguf::keys;
+
+struct PreName {
+  std::string_view name;
+  Pre pre;
+};
+
+// tokenizer.ggml.pre values and the pre-tokenizer each selects (names as the
+// llama.cpp converter writes them).
+constexpr PreName kPreNames[] = {
+    {"default", Pre::Default},
+    {"gpt-2", Pre::Gpt2},
+    {"phi-2", Pre::Gpt2},
+    {"jina-es", Pre::Gpt2},
+    {"jina-de", Pre::Gpt2},
+    {"gigachat", Pre::Gpt2},
+    {"olmo", Pre::Gpt2},
+    {"jais", Pre::Gpt2},
+    {"llama3", Pre::Llama3},
+    {"llama-v3", Pre::Llama3},
+    {"llama-bpe", Pre::Llama3},
+    {"falcon3", Pre::Llama3},
+    {"pixtral", Pre::Llama3},
+    {"dbrx", Pre::Llama3},
+    {"smaug-bpe", Pre::Llama3},
+    {"qwen2", Pre::Qwen2},
+    {"deepseek-r1-qwen", Pre::Qwen2},
+    {"stablelm2", Pre::Qwen2},
+    {"megrez", Pre::Qwen2},
+    {"deepseek-llm", Pre::DeepseekLlm},
+    {"deepseek-coder", Pre::DeepseekCoder},
+    {"falcon", Pre::Falcon},
+    {"mpt", Pre::Mpt},
+    {"starcoder", Pre::Starcoder},
+    {"refact", Pre::Refact},
+    {"command-r", Pre::Starcoder},
+    {"codeshell", Pre::Starcoder},
+    {"exaone", Pre::Starcoder},
+    {"minerva-7b", Pre::Starcoder},
+    {"smollm", Pre::Smollm},
+    {"tekken", Pre::Mistral},
+};
+
+std::string quote(std::string_view s) {
+  std::string q(1, '\'');
+  q += printable(s);
+  q += '\'';
+  return q;
+}
+
+// "<0xNN>" -> NN, or -1.
+int parse_byte_token(std::string_view t) {
+  if (t.size() != 6 || t.substr(0, 3) != "<0x" || t[5] != '>') return -1;
+  int v = 0;
+  for (size_t i = 3; i < 5; ++i) {
+    const char c = t[i];
+    int d;
+    if (c >= '0' && c <= '9') {
+      d = c - '0';
+    } else if (c >= 'A' && c <= 'F') {
+      d = c - 'A' + 10;
+    } else if (c >= 'a' && c <= 'f') {
+      d = c - 'a' + 10;
+    } else {
+      return -1;
+    }
+    v = v * 16 + d;
+  }
+  return v;
+}
+
+constexpr std::string_view kSpace = "\xE2\x96\x81";  // U+2581, SentencePiece's space
+
+// Whether a token breaks the rule that lets SPM text be split before each "▁"
+// that follows another character: "▁" may only appear in a run at the start.
+bool has_inner_space(std::string_view t) {
+  size_t i = 0;
+  while (t.substr(i, kSpace.size()) == kSpace) i += kSpace.size();
+  return t.find(kSpace, i) != std::string_view::npos;
+}
+
+}  // namespace
+
+bool Vocab::is_eog(TokenId id) const {
+  return std::find(eog_.begin(), eog_.end(), id) != eog_.end();
+}
+
+Result<Vocab> Vocab::load(const gguf::GgufFile& f) {
+  const std::string prefix = printable(f.name(), 4096) + ": ";
+  const auto fail = [&](const std::string& what) { return Error{prefix + what}; };
+  Vocab v;
+
+  auto model = f.get<std::string_view>(k::kTokenizerModel);
+  if (!model) return model.error();
+  if (*model == "llama") {
+    v.model_ = Model::Spm;
+  } else if (*model == "gpt2") {
+    v.model_ = Model::Bpe;
+  } else {
+    return fail("key 'tokenizer.ggml.model' is " + quote(*model) +
+                ", expected 'llama' (SentencePiece) or 'gpt2' (byte-level BPE)");
+  }
+
+  // The pre-tokenizer: byte-level BPE needs one; SentencePiece has none.
+  auto pre = f.get_optional<std::string_view>(k::kTokenizerPre);
+  if (!pre) return pre.error();
+  v.pre_name_ = std::string(pre->value_or("default"));
+  if (v.model_ == Model::Bpe) {
+    const auto it = std::find_if(std::begin(kPreNames), std::end(kPreNames),
+                                 [&](const PreName& p) { return p.name == v.pre_name_; });
+    if (it == std::end(kPreNames)) {
+      return fail("key 'tokenizer.ggml.pre' names the pre-tokenizer " + quote(v.pre_name_) +
+                  ", which quip does not know");
+    }
+    v.pre_ = it->pre;
+  }
+
+  // Texts, copied into one arena.
+  auto tokens = f.get_array(k::kTokens, gguf::ValueType::String);
+  if (!tokens) return tokens.error();
+  const std::vector<std::string_view>& texts = (*tokens)->strings;
+  if (texts.empty()) return fail("key 'tokenizer.ggml.tokens' is empty, expected a vocabulary");
+  if (texts.size() > static_cast<size_t>(INT32_MAX)) {
+    return fail("vocabulary of " + std::to_string(texts.size()) + " tokens is too large");
+  }
+  size_t total = 0;
+  for (std::string_view t : texts) total += t.size();
+  v.arena_.resize(total);
+  v.texts_.reserve(texts.size());
+  size_t at = 0;
+  for (std::string_view t : texts) {
+    if (!t.empty()) std::memcpy(v.arena_.data() + at, t.data(), t.size());
+    v.texts_.emplace_back(v.arena_.data() + at, t.size());
+    at += t.size();
+  }
+  const size_t n = v.texts_.size();
+
+  // Scores: SentencePiece merges by them, so it needs one per token.
+  if (f.find("tokenizer.ggml.scores") != nullptr) {
+    auto scores = f.get_array("tokenizer.ggml.scores", gguf::ValueType::F32);
+    if (!scores) return scores.error();
+    if ((*scores)->length != n) {
+      return fail("key 'tokenizer.ggml.scores' has " + std::to_string((*scores)->length) +
+                  " scores, expected one per token (" + std::to_string(n) + ")");
+    }
+    v.scores_.resize(n);
+    for (size_t i = 0; i < n; ++i) v.scores_[i] = (*scores)->at<float>(i);
+  } else if (v.model_ == Model::Spm) {
+    return fail("key 'tokenizer.ggml.scores' not found: a SentencePiece vocabulary needs scores");
+  }
+
+  // Types: absent means every token is normal.
+  v.types_.assign(n, TokenType::Normal);
+  if (f.find("tokenizer.ggml.token_type") != nullptr) {
+    auto types = f.get_array("tokenizer.ggml.token_type", gguf::ValueType::I32);
+    if (!types) return types.error();
+    if ((*types)->length != n) {
+      return fail("key 'tokenizer.ggml.token_type' has " + std::to_string((*types)->length) +
+                  " types, expected one per token (" + std::to_string(n) + ")");
+    }
+    for (size_t i = 0; i < n; ++i) {
+      const int32_t t = (*types)->at<int32_t>(i);
+      if (t < 0 || t > static_cast<int32_t>(TokenType::Byte)) {
+        return fail("token " + std::to_string(i) + " " + quote(v.texts_[i]) + " has type " +
+                    std::to_string(t) + ", expected 0 to 6");
+      }
+      v.types_[i] = static_cast<TokenType>(t);
+    }
+  }
+
+  v.index_.build(v.texts_);
+
+  // Byte tokens.
+  std::fill(std::begin(v.byte_tokens_), std::end(v.byte_tokens_), kNoToken);
+  if (v.model_ == Model::Spm) {
+    for (size_t i = 0; i < n; ++i) {
+      if (v.types_[i] == TokenType::Byte && parse_byte_token(v.texts_[i]) < 0) {
+        return fail("token " + std::to_string(i) + " has type byte but text " + quote(v.texts_[i]) +
+                    ", expected <0x00> to <0xFF>");
+      }
+    }
+    // As SentencePiece's byte fallback: "<0xNN>", else the byte itself as a token.
+    for (int b = 0; b < 256; ++b) {
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "<0x%02X>", b);
+      v.byte_tokens_[b] = v.find(hex);
+      if (v.byte_tokens_[b] == kNoToken) {
+        const char raw = static_cast<char>(b);
+        v.byte_tokens_[b] = v.find(std::string_view(&raw, 1));
+      }
+    }
+  } else {
+    const ByteMap& bytes = ByteMap::get();
+    for (int b = 0; b < 256; ++b) v.byte_tokens_[b] = v.find(bytes.encode(static_cast<uint8_t>(b)));
+  }
+
+  // Merges: "left right", each side a token, and their concatenation a token.
+  if (v.model_ == Model::Bpe) {
+    auto merges = f.get_array("tokenizer.ggml.merges", gguf::ValueType::String);
+    if (!merges) return merges.error();
+    const std::vector<std::string_view>& list = (*merges)->strings;
+    v.merges_.reserve(list.size());
+    std::string joined;
+    for (size_t r = 0; r < list.size(); ++r) {
+      const std::string_view m = list[r];
+      const size_t space = m.find(' ', 1);
+      const auto bad = [&](const std::string& why) {
+        return fail("merge " + std::to_string(r) + " " + quote(m) + " " + why);
+      };
+      if (space == std::string_view::npos || space + 1 >= m.size()) {
+        return bad("is not two tokens separated by a space");
+      }
+      const std::string_view left = m.substr(0, space), right = m.substr(space + 1);
+      const TokenId l = v.find(left), rt = v.find(right);
+      if (l == kNoToken) return bad("names the unknown token " + quote(left));
+      if (rt == kNoToken) return bad("names the unknown token " + quote(right));
+      joined.assign(left);
+      joined += right;
+      const TokenId result = v.find(joined);
+      if (result == kNoToken) return bad("makes " + quote(joined) + ", which is not a token");
+      v.merges_.insert(l, rt, Merge{static_cast<uint32_t>(r), result});
+    }
+  }
+
+  // Special token ids, with SentencePiece's conventional defaults.
+  const auto special = [&](std::string_view key, TokenId fallback) -> Result<TokenId> {
+    auto id = f.get_optional<uint32_t>(key);
+    if (!id) return id.error();
+    if (!id->has_value()) return fallback;
+    if (**id >= n) {
+      return fail("key '" + std::string(key) + "' is " + std::to_string(**id) +
+                  ", expected a token id below " + std::to_string(n));
+    }
+    return static_cast<TokenId>(**id);
+  };
+  const bool spm = v.model_ == Model::Spm;
+  const auto assign = [&](TokenId& out, std::string_view key, TokenId fallback) -> Result<void> {
+    auto id = special(key, fallback < static_cast<TokenId>(n) ? fallback : kNoToken);
+    if (!id) return id.error();
+    out = *id;
+    return {};
+  };
+  if (auto r = assign(v.bos_, k::kBosTokenId, spm ? 1 : kNoToken); !r) return r.error();
+  if (auto r = assign(v.eos_, k::kEosTokenId, spm ? 2 : kNoToken); !r) return r.error();
+  if (auto r = assign(v.unk_, "tokenizer.ggml.unknown_token_id", spm ? 0 : kNoToken); !r) {
+    return r.error();
+  }
+  if (auto r = assign(v.pad_, "tokenizer.ggml.padding_token_id", kNoToken); !r) return r.error();
+  if (auto r = assign(v.eot_, "tokenizer.ggml.eot_token_id", kNoToken); !r) return r.error();
+  TokenId eom = kNoToken;
+  if (auto r = assign(eom, "tokenizer.ggml.eom_token_id", kNoToken); !r) return r.error();
+
+  // Flags.
+  const auto flag = [&](std::string_view key, bool fallback) -> Result<bool> {
+    auto b = f.get_optional<bool>(key);
+    if (!b) return b.error();
+    return b->value_or(fallback);
+  };
+  auto add_bos = flag("tokenizer.ggml.add_bos_token", spm || v.pre_ == Pre::Llama3);
+  if (!add_bos) return add_bos.error();
+  auto add_eos = flag("tokenizer.ggml.add_eos_token", false);
+  if (!add_eos) return add_eos.error();
+  auto add_space = flag("tokenizer.ggml.add_space_prefix", spm);
+  if (!add_space) return add_space.error();
+  v.add_bos_ = *add_bos;
+  v.add_eos_ = *add_eos;
+  v.add_space_prefix_ = *add_space;
+
+  // End of turn: named by the file, or found by its conventional text.
+  static constexpr std::string_view kEotTexts[] = {
+      "<|eot_id|>",      "<|im_end|>", "<|end|>", "<end_of_turn>",
+      "<|endoftext|>",   "<EOT>",      "_<EOT>",  "<｜end▁of▁sentence｜>",
+      "<|end_of_text|>",
+  };
+  if (v.eot_ == kNoToken) {
+    for (std::string_view t : kEotTexts) {
+      const TokenId id = v.find(t);
+      if (id != kNoToken && v.types_[static_cast<size_t>(id)] == TokenType::Control) {
+        v.eot_ = id;
+        break;
+      }
+    }
+  }
+  for (TokenId id : {v.eos_, v.eot_, eom}) {
+    if (id != kNoToken && !v.is_eog(id)) v.eog_.push_back(id);
+  }
+  static constexpr std::string_view kEogTexts[] = {
+      "<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>",   "<|endoftext|>",
+      "<|eom_id|>", "<EOT>",      "_<EOT>",  "<|end_of_text|>",
+  };
+  for (std::string_view t : kEogTexts) {
+    const TokenId id = v.find(t);
+    if (id != kNoToken && v.types_[static_cast<size_t>(id)] == TokenType::Control &&
+        !v.is_eog(id)) {
+      v.eog_.push_back(id);
+    }
+  }
+
+  // Tokens matched whole in text, longest first (ties by id, for determinism).
+  for (size_t i = 0; i < n; ++i) {
+    const TokenType t = v.types_[i];
+    if ((t == TokenType::Control || t == TokenType::UserDefined || t == TokenType::Unknown) &&
+        !v.texts_[i].empty()) {
+      v.specials_.push_back(static_cast<TokenId>(i));
+    }
+  }
+  std::stable_sort(v.specials_.begin(), v.specials_.end(),
+                   [&](TokenId a, TokenId b) { return v.text(a).size() > v.text(b).size(); });
+
+  if (spm) {
+    v.spm_splits_at_spaces_ = true;
+    for (size_t i = 0; i < n && v.spm_splits_at_spaces_; ++i) {
+      if (has_inner_space(v.texts_[i])) v.spm_splits_at_spaces_ = false;
+    }
+  }
+  return v;
+}
+
+}  // namespace quip::tokenizer

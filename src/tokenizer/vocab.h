@@ -1,0 +1,121 @@
+// A tokenizer vocabulary as stored in a GGUF file (tokenizer.ggml.*),
+// validated at load.
+//
+// Owns copies of the token texts (one arena), so it does not depend on the
+// file staying mapped. Immutable after load: safe to share between threads.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/result.h"
+#include "gguf/reader.h"
+#include "tokenizer/tables.h"
+
+namespace quip::tokenizer {
+
+// tokenizer.ggml.token_type, as llama.cpp's llama_token_type.
+enum class TokenType : uint8_t {
+  Undefined = 0,
+  Normal = 1,
+  Unknown = 2,
+  Control = 3,
+  UserDefined = 4,
+  Unused = 5,
+  Byte = 6,
+};
+
+enum class Model {
+  Spm,  // tokenizer.ggml.model = "llama": SentencePiece, score-driven merges
+  Bpe,  // "gpt2": byte-level BPE with ranked merges
+};
+
+// The pre-tokenizer a byte-level BPE vocabulary names in tokenizer.ggml.pre.
+enum class Pre {
+  Default,
+  Gpt2,
+  Llama3,
+  Qwen2,
+  DeepseekLlm,
+  DeepseekCoder,
+  Falcon,
+  Mpt,
+  Starcoder,
+  Refact,
+  Smollm,
+  Mistral,
+};
+
+class Vocab {
+ public:
+  // Loads and validates the vocabulary of `file`. Errors name the file and key.
+  static Result<Vocab> load(const gguf::GgufFile& file);
+
+  Model model() const { return model_; }
+  Pre pre() const { return pre_; }
+  std::string_view pre_name() const { return pre_name_; }
+  size_t size() const { return texts_.size(); }
+
+  // PRECONDITIONS for the per-token accessors: 0 <= id < size().
+  std::string_view text(TokenId id) const { return texts_[static_cast<size_t>(id)]; }
+  float score(TokenId id) const {
+    return scores_.empty() ? 0.0f : scores_[static_cast<size_t>(id)];
+  }
+  TokenType type(TokenId id) const { return types_[static_cast<size_t>(id)]; }
+  bool valid(TokenId id) const { return id >= 0 && static_cast<size_t>(id) < texts_.size(); }
+
+  // The token whose text is exactly `text`, or kNoToken.
+  TokenId find(std::string_view text) const { return index_.find(text); }
+
+  // The BPE merge of a pair of tokens, or nullptr.
+  const Merge* merge(TokenId left, TokenId right) const { return merges_.find(left, right); }
+
+  // The token standing for byte b: "<0xNN>" (SPM) or the byte's mapped
+  // character (BPE); kNoToken if the vocabulary has none.
+  TokenId byte_token(uint8_t b) const { return byte_tokens_[b]; }
+
+  // Special tokens (kNoToken when the vocabulary has none).
+  TokenId bos() const { return bos_; }
+  TokenId eos() const { return eos_; }
+  TokenId eot() const { return eot_; }
+  TokenId unk() const { return unk_; }
+  TokenId pad() const { return pad_; }
+  bool add_bos() const { return add_bos_; }
+  bool add_eos() const { return add_eos_; }
+  bool add_space_prefix() const { return add_space_prefix_; }
+
+  // Tokens that end generation: EOS, end-of-turn and their kin.
+  const std::vector<TokenId>& end_of_generation() const { return eog_; }
+  bool is_eog(TokenId id) const;
+
+  // Tokens matched as units in text before the pre-tokenizer (control,
+  // user-defined and unknown tokens), longest text first.
+  const std::vector<TokenId>& special_tokens() const { return specials_; }
+
+  // SPM: whether no token has U+2581 after another character but for a run
+  // of them at its start; then text may be split before every "▁" that
+  // follows another character and each piece merged on its own.
+  bool spm_splits_at_spaces() const { return spm_splits_at_spaces_; }
+
+ private:
+  Model model_ = Model::Spm;
+  Pre pre_ = Pre::Default;
+  std::string pre_name_;
+  // Containers whose buffers stay put when moved, so the views stay valid.
+  std::vector<char> arena_;              // all token texts
+  std::vector<std::string_view> texts_;  // into arena_
+  std::vector<float> scores_;
+  std::vector<TokenType> types_;
+  StringIndex index_;
+  PairIndex merges_;
+  TokenId byte_tokens_[256];
+  TokenId bos_ = kNoToken, eos_ = kNoToken, eot_ = kNoToken, unk_ = kNoToken, pad_ = kNoToken;
+  bool add_bos_ = false, add_eos_ = false, add_space_prefix_ = false;
+  std::vector<TokenId> eog_;
+  std::vector<TokenId> specials_;
+  bool spm_splits_at_spaces_ = false;
+};
+
+}  // namespace quip::tokenizer
