@@ -10,6 +10,7 @@
 #include "base/text.h"
 #include "cli/exit_status.h"
 #include "cli/inspect.h"
+#include "cli/tokenize.h"
 
 namespace {
 
@@ -25,6 +26,8 @@ struct Subcommand {
 
 constexpr Subcommand kSubcommands[] = {
     {"inspect", "show what a GGUF model file holds (--json, --tensors)", quip::cli::inspect_main},
+    {"tokenize", "print the tokens of a text (--ids, --no-bos, --parse-special)",
+     quip::cli::tokenize_main},
 };
 
 void print_help(std::ostream& out) {

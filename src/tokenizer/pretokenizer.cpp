@@ -38,6 +38,41 @@ constexpr std::string_view kDeepseekLlmPunct =
     "\\s?[!-/:-~\uff01-\uff0f\uff1a-\uff5e\u2018-\u201f\u3000-\u3002]+";
 constexpr std::string_view kCjk = "[\u4e00-\u9fa5\u0800-\u4e00\uac00-\ud7ff]+";
 
+// The characters "\s" stands for in these patterns: Unicode's White_Space
+// set, which is what the patterns' original engines use (and llama.cpp's
+// tables). PCRE2's own \s adds U+180E, so the patterns are rewritten to this.
+constexpr std::string_view kWhitespace =
+    "\\t-\\r \\x{85}\\x{A0}\\x{1680}\\x{2000}-\\x{200A}\\x{2028}\\x{2029}\\x{202F}"
+    "\\x{205F}\\x{3000}";
+
+// `pattern` with \s and \S spelled out as classes of kWhitespace.
+std::string spell_out_whitespace(std::string_view pattern) {
+  std::string out;
+  bool in_class = false;
+  for (size_t i = 0; i < pattern.size(); ++i) {
+    const char c = pattern[i];
+    if (c == '\\' && i + 1 < pattern.size()) {
+      const char e = pattern[++i];
+      if (e == 's') {
+        out += in_class ? std::string(kWhitespace) : "[" + std::string(kWhitespace) + "]";
+      } else if (e == 'S') {
+        CHECK(!in_class);  // [^\S...] is not used by any pattern here
+        out += "[^" + std::string(kWhitespace) + "]";
+      } else {
+        out += c;
+        out += e;
+      }
+      continue;
+    }
+    if (c == '[' && !in_class)
+      in_class = true;
+    else if (c == ']' && in_class)
+      in_class = false;
+    out += c;
+  }
+  return out;
+}
+
 }  // namespace
 
 std::vector<std::string_view> pre_tokenizer_patterns(Pre pre) {
@@ -85,7 +120,8 @@ PreTokenizer::~PreTokenizer() = default;
 
 Result<PreTokenizer> PreTokenizer::create(Pre pre) {
   PreTokenizer p;
-  for (std::string_view pattern : pre_tokenizer_patterns(pre)) {
+  for (std::string_view original : pre_tokenizer_patterns(pre)) {
+    const std::string pattern = spell_out_whitespace(original);
     int err = 0;
     PCRE2_SIZE offset = 0;
     // UCP: \s, \d, \w and POSIX classes by Unicode properties. MATCH_INVALID_UTF:

@@ -1,8 +1,12 @@
 #include "tokenizer/tables.h"
 
+#define XXH_INLINE_ALL  // short keys: an inlined hash beats a call into the shared library
 #include <xxhash.h>
 
+#include <algorithm>
 #include <bit>
+#include <cstdlib>
+#include <cstring>
 
 #include "base/check.h"
 
@@ -14,13 +18,12 @@ uint64_t hash_text(std::string_view s) {
   return XXH3_64bits(s.data(), s.size());
 }
 
-// A 64-bit finalizer (splitmix64) to spread pair keys over the table.
-uint64_t mix(uint64_t x) {
-  x ^= x >> 30;
-  x *= 0xbf58476d1ce4e5b9ULL;
-  x ^= x >> 27;
-  x *= 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
+// Most tokens are a few bytes long: a plain loop beats a call to memcmp.
+bool equal(const char* a, std::string_view b) {
+  for (size_t i = 0; i < b.size(); ++i) {
+    if (a[i] != b[i]) return false;
+  }
+  return true;
 }
 
 size_t table_size(size_t n) {
@@ -29,75 +32,83 @@ size_t table_size(size_t n) {
 
 }  // namespace
 
-void StringIndex::build(std::span<const std::string_view> texts) {
-  texts_ = texts;
+int64_t StringIndex::build(const char* arena, std::span<const std::string_view> texts) {
+  arena_ = arena;
   slots_.assign(table_size(texts.size()), Slot{});
   mask_ = slots_.size() - 1;
+  int64_t duplicate = -1;
   for (size_t i = 0; i < texts.size(); ++i) {
-    const uint64_t h = hash_text(texts[i]);
+    const std::string_view t = texts[i];
+    CHECK(t.size() <= kMaxText);
+    if (t.empty()) continue;
+    const uint64_t h = hash_text(t);
     const auto h32 = static_cast<uint32_t>(h >> 32);
     for (uint64_t p = h & mask_;; p = (p + 1) & mask_) {
       Slot& s = slots_[p];
       if (s.id == kNoToken) {
-        s = Slot{h32, static_cast<TokenId>(i)};
+        s = Slot{h32, static_cast<TokenId>(i), static_cast<uint32_t>(t.data() - arena),
+                 static_cast<uint32_t>(t.size())};
         break;
       }
-      if (s.hash == h32 && texts[static_cast<size_t>(s.id)] == texts[i]) break;  // first wins
+      if (s.hash == h32 && s.len == t.size() && equal(arena + s.offset, t)) {
+        if (duplicate < 0) duplicate = static_cast<int64_t>(i);  // the first index keeps it
+        break;
+      }
     }
   }
+  return duplicate;
 }
 
-TokenId StringIndex::find(std::string_view text) const {
+uint64_t StringIndex::hash(std::string_view text) {
+  return hash_text(text);
+}
+
+TokenId StringIndex::find(std::string_view text, uint64_t h) const {
   if (slots_.empty()) return kNoToken;
-  const uint64_t h = hash_text(text);
   const auto h32 = static_cast<uint32_t>(h >> 32);
   for (uint64_t p = h & mask_;; p = (p + 1) & mask_) {
     const Slot& s = slots_[p];
     if (s.id == kNoToken) return kNoToken;
-    if (s.hash == h32 && texts_[static_cast<size_t>(s.id)] == text) return s.id;
+    if (s.hash == h32 && s.len == text.size() && equal(arena_ + s.offset, text)) return s.id;
   }
 }
 
-void PairIndex::reserve(size_t n) {
-  if (table_size(n) > slots_.size()) {
-    std::vector<Slot> old = std::move(slots_);
-    slots_.assign(table_size(n), Slot{});
-    mask_ = slots_.size() - 1;
-    count_ = 0;
-    for (const Slot& s : old) {
-      if (s.key != ~uint64_t{0}) {
-        insert(static_cast<TokenId>(s.key >> 32), static_cast<TokenId>(s.key & 0xFFFFFFFF),
-               s.merge);
-      }
-    }
-  }
+void PairIndex::Free::operator()(uint64_t* p) const {
+  std::free(p);
 }
 
-void PairIndex::grow() {
-  reserve(count_ * 2 + 16);
+bool PairIndex::init(size_t n_vocab, size_t n_merges) {
+  n_vocab_ = n_vocab;
+  const uint64_t max_key = static_cast<uint64_t>(n_vocab) * n_vocab + 1;
+  if (n_vocab > (uint64_t{1} << 31) || std::bit_width(max_key) >= 64) return false;
+  rank_bits_ = 64 - static_cast<uint32_t>(std::bit_width(max_key));
+  if (n_merges > (uint64_t{1} << rank_bits_)) return false;
+  const size_t size = table_size(n_merges);
+  slots_.reset(static_cast<uint64_t*>(std::calloc(size, sizeof(uint64_t))));
+  CHECK(slots_ != nullptr);
+  mask_ = size - 1;
+  return true;
 }
 
-void PairIndex::insert(TokenId left, TokenId right, Merge merge) {
-  if ((count_ + 1) * 2 > slots_.size()) grow();
+void PairIndex::insert(TokenId left, TokenId right, uint32_t rank) {
   const uint64_t k = key(left, right);
   for (uint64_t p = mix(k) & mask_;; p = (p + 1) & mask_) {
-    Slot& s = slots_[p];
-    if (s.key == ~uint64_t{0}) {
-      s = Slot{k, merge};
-      ++count_;
+    uint64_t& s = slots_[p];
+    if (s == 0) {
+      s = (k << rank_bits_) | rank;
       return;
     }
-    if (s.key == k) return;
+    if ((s >> rank_bits_) == k) return;
   }
 }
 
-const Merge* PairIndex::find(TokenId left, TokenId right) const {
-  if (slots_.empty()) return nullptr;
+uint32_t PairIndex::find(TokenId left, TokenId right) const {
+  if (!slots_) return kNoRank;
   const uint64_t k = key(left, right);
   for (uint64_t p = mix(k) & mask_;; p = (p + 1) & mask_) {
-    const Slot& s = slots_[p];
-    if (s.key == k) return &s.merge;
-    if (s.key == ~uint64_t{0}) return nullptr;
+    const uint64_t s = slots_[p];
+    if (s == 0) return kNoRank;
+    if ((s >> rank_bits_) == k) return static_cast<uint32_t>(s & ((uint64_t{1} << rank_bits_) - 1));
   }
 }
 

@@ -6,8 +6,10 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace quip::tokenizer {
@@ -15,53 +17,86 @@ namespace quip::tokenizer {
 using TokenId = int32_t;
 inline constexpr TokenId kNoToken = -1;
 
-// Maps each of a list of strings to its index. Neither the strings nor the
-// list are copied: the caller keeps both alive and unchanged (moving a vector
-// keeps its buffer, so the owner may be moved).
+// Maps strings stored in one arena to their indices. Neither the arena nor
+// the texts are copied: the caller keeps them alive and unchanged (a moved
+// std::vector keeps its buffer, so the owner may be moved).
 class StringIndex {
  public:
-  // Indexes texts[0..n). On duplicates the first index wins.
-  void build(std::span<const std::string_view> texts);
+  static constexpr size_t kMaxText = 65535;
 
-  TokenId find(std::string_view text) const;
+  // Indexes texts[0..n), each a view into `arena` of at most kMaxText
+  // bytes. Returns the first index whose text repeats an earlier one's, or -1
+  // if all texts are distinct. Empty texts are not indexed.
+  int64_t build(const char* arena, std::span<const std::string_view> texts);
+
+  TokenId find(std::string_view text) const { return find(text, hash(text)); }
+
+  // find() in two steps, so that a caller looking up many texts can prefetch
+  // the slots of later texts while it looks up earlier ones.
+  static uint64_t hash(std::string_view text);
+  void prefetch(uint64_t hash) const {
+    if (!slots_.empty()) __builtin_prefetch(&slots_[hash & mask_]);
+  }
+  TokenId find(std::string_view text, uint64_t hash) const;
 
  private:
+  // The text is kept in the slot (offset into the arena, length), so that a
+  // probe touches the slot and the text and nothing between them.
   struct Slot {
     uint32_t hash = 0;
     TokenId id = kNoToken;
+    uint32_t offset = 0;
+    uint32_t len = 0;
   };
-  std::span<const std::string_view> texts_;
+
+  const char* arena_ = nullptr;
   std::vector<Slot> slots_;  // size a power of two
   uint64_t mask_ = 0;
 };
 
-struct Merge {
-  uint32_t rank;   // lower merges first
-  TokenId result;  // the token the pair becomes
-};
-
-// Maps a pair of token ids to its merge.
+// Maps a pair of token ids to its BPE merge rank. Each slot is one 64-bit
+// word, (pair + 1) in the high bits and the rank in the low bits, so a
+// 280k-merge table is 4 MiB of zero-initialized memory.
 class PairIndex {
  public:
-  void reserve(size_t n);
-  // Adds a merge unless the pair is already present (the first rank wins).
-  void insert(TokenId left, TokenId right, Merge merge);
-  const Merge* find(TokenId left, TokenId right) const;
-  size_t size() const { return count_; }
+  static constexpr uint32_t kNoRank = ~uint32_t{0};
+
+  // Sizes the table for `n_merges` pairs of tokens below `n_vocab`. False if
+  // a pair and its rank cannot share 64 bits (vocabularies past ~2^28 tokens).
+  [[nodiscard]] bool init(size_t n_vocab, size_t n_merges);
+
+  // Hints that (left, right) will be inserted or looked up soon.
+  void prefetch(TokenId left, TokenId right) const {
+    __builtin_prefetch(&slots_[mix(key(left, right)) & mask_], 1);
+  }
+
+  // Adds the pair with `rank` unless it is present (the first rank wins).
+  // PRECONDITIONS: init(); ids below n_vocab; rank below n_merges.
+  void insert(TokenId left, TokenId right, uint32_t rank);
+
+  // The rank of the pair, or kNoRank.
+  uint32_t find(TokenId left, TokenId right) const;
 
  private:
-  static uint64_t key(TokenId l, TokenId r) {
-    return (static_cast<uint64_t>(static_cast<uint32_t>(l)) << 32) | static_cast<uint32_t>(r);
+  uint64_t key(TokenId l, TokenId r) const {
+    return static_cast<uint64_t>(l) * n_vocab_ + static_cast<uint64_t>(r) + 1;
   }
-  void grow();
+  // A 64-bit finalizer (splitmix64) to spread keys over the table.
+  static uint64_t mix(uint64_t x) {
+    x ^= x >> 30;
+    x *= 0xbf58476d1ce4e5b9ULL;
+    x ^= x >> 27;
+    x *= 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+  }
 
-  struct Slot {
-    uint64_t key = ~uint64_t{0};  // empty
-    Merge merge{};
+  struct Free {
+    void operator()(uint64_t* p) const;
   };
-  std::vector<Slot> slots_;
+  std::unique_ptr<uint64_t[], Free> slots_;  // calloc'd: fresh pages need no clearing
   uint64_t mask_ = 0;
-  size_t count_ = 0;
+  uint64_t n_vocab_ = 0;
+  uint32_t rank_bits_ = 0;
 };
 
 }  // namespace quip::tokenizer

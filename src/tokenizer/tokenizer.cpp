@@ -14,6 +14,11 @@ namespace {
 
 constexpr std::string_view kSpmSpace = "\xE2\x96\x81";  // U+2581 LOWER ONE EIGHTH BLOCK
 
+// C's isspace in the "C" locale, which llama.cpp strips around tokens with.
+bool is_c_space(char c) {
+  return c == ' ' || (c >= '\t' && c <= '\r');
+}
+
 bool starts_with_spm_space(std::string_view s, size_t i) {
   return s.size() - i >= 3 && s.compare(i, 3, kSpmSpace) == 0;
 }
@@ -99,7 +104,10 @@ class Tokenizer::Session {
   void spm_piece(std::string_view s, std::vector<TokenId>& out) {
     symbols_.clear();
     for (size_t i = 0; i < s.size();) {
-      const uint32_t n = std::min<uint32_t>(utf8_lead_length(static_cast<unsigned char>(s[i])),
+      // Characters by their lead byte alone, as SentencePiece and llama.cpp
+      // split them (a malformed sequence is byte-encoded in the end anyway).
+      static constexpr uint8_t kLength[16] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 3, 4};
+      const uint32_t n = std::min<uint32_t>(kLength[static_cast<unsigned char>(s[i]) >> 4],
                                             static_cast<uint32_t>(s.size() - i));
       const auto idx = static_cast<int32_t>(symbols_.size());
       symbols_.push_back(Symbol{static_cast<uint32_t>(i), n, idx - 1, idx + 1});
@@ -201,7 +209,8 @@ class Tokenizer::Session {
       if (left < 0 || right < 0) return;
       const TokenId l = ids_[static_cast<size_t>(left)], r = ids_[static_cast<size_t>(right)];
       if (l == kNoToken || r == kNoToken) return;
-      if (const Merge* m = vocab_.merge(l, r)) queue.push(BpeBigram{m->rank, left, l, r});
+      const uint32_t rank = vocab_.merge_rank(l, r);
+      if (rank != PairIndex::kNoRank) queue.push(BpeBigram{rank, left, l, r});
     };
     for (size_t i = 1; i < word.size(); ++i) {
       try_add(static_cast<int32_t>(i - 1), static_cast<int32_t>(i));
@@ -214,7 +223,11 @@ class Tokenizer::Session {
       if (ids_[left] != b.left_id || right < 0 || ids_[static_cast<size_t>(right)] != b.right_id) {
         continue;  // stale
       }
-      ids_[left] = vocab_.merge(b.left_id, b.right_id)->result;
+      joined_.assign(vocab_.text(b.left_id));
+      joined_ += vocab_.text(b.right_id);
+      const TokenId merged = vocab_.find(joined_);
+      if (merged == kNoToken) continue;  // a merge into no token: the pair stays apart
+      ids_[left] = merged;
       ids_[static_cast<size_t>(right)] = kNoToken;
       next_[left] = next_[static_cast<size_t>(right)];
       if (next_[left] >= 0) prev_[static_cast<size_t>(next_[left])] = b.left;
@@ -251,7 +264,7 @@ class Tokenizer::Session {
   std::unordered_map<std::string_view, std::pair<uint32_t, uint32_t>> cache_;
   std::vector<TokenId> pool_;
   std::deque<std::string> escaped_;  // a deque: its strings never move
-  std::string mapped_;
+  std::string mapped_, joined_;
   std::vector<std::string_view> words_;
   std::vector<Symbol> symbols_;
   std::vector<TokenId> ids_;
@@ -291,10 +304,18 @@ void Tokenizer::partition(std::string_view text, bool parse_special,
       size_t pos = raw.find(needle);
       if (pos == std::string_view::npos) continue;
       pieces.clear();
+      const Strip strip = vocab_->strip(id);
       while (pos != std::string_view::npos) {
-        if (pos > 0) pieces.push_back(Fragment{kNoToken, raw.substr(0, pos)});
+        std::string_view left = raw.substr(0, pos);
+        if (strip == Strip::Left) {
+          while (!left.empty() && is_c_space(left.back())) left.remove_suffix(1);
+        }
+        if (!left.empty()) pieces.push_back(Fragment{kNoToken, left});
         pieces.push_back(Fragment{id, raw.substr(pos, needle.size())});
         raw.remove_prefix(pos + needle.size());
+        if (strip == Strip::Right) {
+          while (!raw.empty() && is_c_space(raw.front())) raw.remove_prefix(1);
+        }
         pos = raw.find(needle);
       }
       if (!raw.empty()) pieces.push_back(Fragment{kNoToken, raw});
@@ -332,21 +353,16 @@ std::string Tokenizer::piece(TokenId id, bool special) const {
   const Vocab& v = *vocab_;
   const std::string_view text = v.text(id);
   switch (v.type(id)) {
-    case TokenType::Control: return special ? std::string(text) : std::string();
-    case TokenType::UserDefined: return std::string(text);
-    case TokenType::Unknown:
-      return special ? std::string(text) : std::string("\xE2\x96\x85");  // U+2585, as llama.cpp
-    case TokenType::Byte:
-      if (v.model() == Model::Spm) {
-        for (int b = 0; b < 256; ++b) {
-          if (v.byte_token(static_cast<uint8_t>(b)) == id)
-            return std::string(1, static_cast<char>(b));
-        }
-      }
-      return std::string(text);
-    case TokenType::Normal: break;
+    case TokenType::Control:
+    case TokenType::Unknown: return special ? std::string(text) : std::string();
+    case TokenType::UserDefined: return std::string(text);  // as written, whatever the model kind
+    case TokenType::Byte: {
+      const int b = parse_byte_token(text);
+      return b >= 0 ? std::string(1, static_cast<char>(b)) : std::string();
+    }
     case TokenType::Undefined:
     case TokenType::Unused: return std::string();
+    case TokenType::Normal: break;
   }
   std::string out;
   if (v.model() == Model::Spm) {

@@ -1,6 +1,7 @@
 #include "tokenizer/vocab.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <cstring>
 
@@ -62,7 +63,8 @@ std::string quote(std::string_view s) {
   return q;
 }
 
-// "<0xNN>" -> NN, or -1.
+}  // namespace
+
 int parse_byte_token(std::string_view t) {
   if (t.size() != 6 || t.substr(0, 3) != "<0x" || t[5] != '>') return -1;
   int v = 0;
@@ -82,6 +84,8 @@ int parse_byte_token(std::string_view t) {
   }
   return v;
 }
+
+namespace {
 
 constexpr std::string_view kSpace = "\xE2\x96\x81";  // U+2581, SentencePiece's space
 
@@ -138,7 +142,13 @@ Result<Vocab> Vocab::load(const gguf::GgufFile& f) {
     return fail("vocabulary of " + std::to_string(texts.size()) + " tokens is too large");
   }
   size_t total = 0;
-  for (std::string_view t : texts) total += t.size();
+  for (size_t i = 0; i < texts.size(); ++i) {
+    if (texts[i].size() > StringIndex::kMaxText) {
+      return fail("token " + std::to_string(i) + " is " + std::to_string(texts[i].size()) +
+                  " bytes long, expected at most " + std::to_string(StringIndex::kMaxText));
+    }
+    total += texts[i].size();
+  }
   v.arena_.resize(total);
   v.texts_.reserve(texts.size());
   size_t at = 0;
@@ -182,7 +192,12 @@ Result<Vocab> Vocab::load(const gguf::GgufFile& f) {
     }
   }
 
-  v.index_.build(v.texts_);
+  if (const int64_t dup = v.index_.build(v.arena_.data(), v.texts_); dup >= 0) {
+    const auto d = static_cast<size_t>(dup);
+    return fail("tokens " + std::to_string(v.index_.find(v.texts_[d])) + " and " +
+                std::to_string(d) + " have the same text " + quote(v.texts_[d]) +
+                ", expected every token to differ");
+  }
 
   // Byte tokens.
   std::fill(std::begin(v.byte_tokens_), std::end(v.byte_tokens_), kNoToken);
@@ -208,31 +223,64 @@ Result<Vocab> Vocab::load(const gguf::GgufFile& f) {
     for (int b = 0; b < 256; ++b) v.byte_tokens_[b] = v.find(bytes.encode(static_cast<uint8_t>(b)));
   }
 
-  // Merges: "left right", each side a token, and their concatenation a token.
+  // Merges: "left right", each side a token; the rank is the position. (The
+  // token a pair becomes is looked up when a merge is applied: resolving all
+  // of them here would cost every call a third more lookups at load.)
   if (v.model_ == Model::Bpe) {
     auto merges = f.get_array("tokenizer.ggml.merges", gguf::ValueType::String);
     if (!merges) return merges.error();
     const std::vector<std::string_view>& list = (*merges)->strings;
-    v.merges_.reserve(list.size());
-    std::string joined;
-    for (size_t r = 0; r < list.size(); ++r) {
-      const std::string_view m = list[r];
+    if (!v.merges_.init(n, list.size())) {
+      return fail("vocabulary of " + std::to_string(n) + " tokens and " +
+                  std::to_string(list.size()) + " merges is too large");
+    }
+    // Each merge's lookups and its insert land at random in tables larger
+    // than the caches. A three-stage pipeline overlaps the misses: merge r+8
+    // is hashed and its token slots prefetched, merge r+4 is resolved and its
+    // pair slot prefetched, merge r is checked and inserted.
+    struct Stage {
+      std::string_view left, right;
+      uint64_t left_hash = 0, right_hash = 0;
+      TokenId l = kNoToken, r = kNoToken;
+      bool ok = false;
+    };
+    constexpr size_t kRing = 8, kResolveAhead = 4;
+    Stage ring[kRing];
+    const size_t count = list.size();
+    const auto hash_stage = [&](size_t i) {
+      Stage& st = ring[i % kRing];
+      const std::string_view m = list[i];
       const size_t space = m.find(' ', 1);
+      st = Stage{};
+      st.ok = space != std::string_view::npos && space + 1 < m.size();
+      if (!st.ok) return;
+      st.left = m.substr(0, space);
+      st.right = m.substr(space + 1);
+      st.left_hash = StringIndex::hash(st.left);
+      st.right_hash = StringIndex::hash(st.right);
+      v.index_.prefetch(st.left_hash);
+      v.index_.prefetch(st.right_hash);
+    };
+    const auto resolve_stage = [&](size_t i) {
+      Stage& st = ring[i % kRing];
+      if (!st.ok) return;
+      st.l = v.index_.find(st.left, st.left_hash);
+      st.r = v.index_.find(st.right, st.right_hash);
+      if (st.l != kNoToken && st.r != kNoToken) v.merges_.prefetch(st.l, st.r);
+    };
+    for (size_t i = 0; i < std::min(kRing, count); ++i) hash_stage(i);
+    for (size_t i = 0; i < std::min(kResolveAhead, count); ++i) resolve_stage(i);
+    for (size_t r = 0; r < count; ++r) {
+      if (r + kResolveAhead < count) resolve_stage(r + kResolveAhead);
+      const Stage st = ring[r % kRing];
+      if (r + kRing < count) hash_stage(r + kRing);
       const auto bad = [&](const std::string& why) {
-        return fail("merge " + std::to_string(r) + " " + quote(m) + " " + why);
+        return fail("merge " + std::to_string(r) + " " + quote(list[r]) + " " + why);
       };
-      if (space == std::string_view::npos || space + 1 >= m.size()) {
-        return bad("is not two tokens separated by a space");
-      }
-      const std::string_view left = m.substr(0, space), right = m.substr(space + 1);
-      const TokenId l = v.find(left), rt = v.find(right);
-      if (l == kNoToken) return bad("names the unknown token " + quote(left));
-      if (rt == kNoToken) return bad("names the unknown token " + quote(right));
-      joined.assign(left);
-      joined += right;
-      const TokenId result = v.find(joined);
-      if (result == kNoToken) return bad("makes " + quote(joined) + ", which is not a token");
-      v.merges_.insert(l, rt, Merge{static_cast<uint32_t>(r), result});
+      if (!st.ok) return bad("is not two tokens separated by a space");
+      if (st.l == kNoToken) return bad("names the unknown token " + quote(st.left));
+      if (st.r == kNoToken) return bad("names the unknown token " + quote(st.right));
+      v.merges_.insert(st.l, st.r, static_cast<uint32_t>(r));
     }
   }
 
@@ -280,35 +328,64 @@ Result<Vocab> Vocab::load(const gguf::GgufFile& f) {
   v.add_eos_ = *add_eos;
   v.add_space_prefix_ = *add_space;
 
-  // End of turn: named by the file, or found by its conventional text.
+  // End of turn: named by the file, or found by its conventional text; the
+  // tokens that end generation. Tokens found by their text become control
+  // tokens whatever their stored type (as llama.cpp does).
   static constexpr std::string_view kEotTexts[] = {
-      "<|eot_id|>",      "<|im_end|>", "<|end|>", "<end_of_turn>",
-      "<|endoftext|>",   "<EOT>",      "_<EOT>",  "<｜end▁of▁sentence｜>",
+      "<|eot_id|>",      "<|im_end|>", "<|end|>", "<end_of_turn>",         "<|endoftext|>",
+      "<|end_of_text|>", "<EOT>",      "_<EOT>",  "<｜end▁of▁sentence｜>", "<end_of_utterance>",
+  };
+  static constexpr std::string_view kEogTexts[] = {
+      "<|eot_id|>",
+      "<|im_end|>",
+      "<|end|>",
+      "<|return|>",
+      "<|call|>",
+      "<end_of_turn>",
+      "<|endoftext|>",
+      "<|eom_id|>",
+      "<EOT>",
+      "_<EOT>",
       "<|end_of_text|>",
+      "<end_of_utterance>",
+      "<｜end▁of▁sentence｜>",
   };
   if (v.eot_ == kNoToken) {
     for (std::string_view t : kEotTexts) {
-      const TokenId id = v.find(t);
-      if (id != kNoToken && v.types_[static_cast<size_t>(id)] == TokenType::Control) {
+      if (const TokenId id = v.find(t); id != kNoToken) {
         v.eot_ = id;
+        v.types_[static_cast<size_t>(id)] = TokenType::Control;
         break;
       }
+    }
+  }
+  if (eom == kNoToken) {
+    if (const TokenId id = v.find("<|eom_id|>"); id != kNoToken) {
+      eom = id;
+      v.types_[static_cast<size_t>(id)] = TokenType::Control;
+    }
+  }
+  for (std::string_view t : kEogTexts) {
+    if (const TokenId id = v.find(t); id != kNoToken && !v.is_eog(id)) {
+      v.eog_.push_back(id);
+      v.types_[static_cast<size_t>(id)] = TokenType::Control;
     }
   }
   for (TokenId id : {v.eos_, v.eot_, eom}) {
     if (id != kNoToken && !v.is_eog(id)) v.eog_.push_back(id);
   }
-  static constexpr std::string_view kEogTexts[] = {
-      "<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>",   "<|endoftext|>",
-      "<|eom_id|>", "<EOT>",      "_<EOT>",  "<|end_of_text|>",
-  };
-  for (std::string_view t : kEogTexts) {
-    const TokenId id = v.find(t);
-    if (id != kNoToken && v.types_[static_cast<size_t>(id)] == TokenType::Control &&
-        !v.is_eog(id)) {
-      v.eog_.push_back(id);
-    }
+  std::sort(v.eog_.begin(), v.eog_.end());
+
+  // Phi-3's special tokens swallow the whitespace after them (its Hugging
+  // Face added tokens have rstrip set; llama.cpp keys this on the name).
+  v.strip_.assign(n, Strip::None);
+  std::string lower_name;
+  if (auto name = f.get_optional<std::string_view>(k::kName); name && name->has_value()) {
+    for (char c : **name)
+      lower_name += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   }
+  const bool phi3 =
+      lower_name.find("phi-3") != std::string::npos || lower_name.find("phi3") != std::string::npos;
 
   // Tokens matched whole in text, longest first (ties by id, for determinism).
   for (size_t i = 0; i < n; ++i) {
@@ -320,6 +397,15 @@ Result<Vocab> Vocab::load(const gguf::GgufFile& f) {
   }
   std::stable_sort(v.specials_.begin(), v.specials_.end(),
                    [&](TokenId a, TokenId b) { return v.text(a).size() > v.text(b).size(); });
+  if (phi3) {
+    for (TokenId id : v.specials_) v.strip_[static_cast<size_t>(id)] = Strip::Right;
+    for (std::string_view t : {"<unk>", "<s>", "<|endoftext|>"}) {
+      if (const TokenId id = v.find(t); id != kNoToken)
+        v.strip_[static_cast<size_t>(id)] = Strip::None;
+    }
+    if (const TokenId id = v.find("</s>"); id != kNoToken)
+      v.strip_[static_cast<size_t>(id)] = Strip::Right;
+  }
 
   if (spm) {
     v.spm_splits_at_spaces_ = true;

@@ -27,6 +27,9 @@ enum class TokenType : uint8_t {
   Byte = 6,
 };
 
+// Whitespace a special token swallows next to it when matched in text.
+enum class Strip : uint8_t { None, Left, Right };
+
 enum class Model {
   Spm,  // tokenizer.ggml.model = "llama": SentencePiece, score-driven merges
   Bpe,  // "gpt2": byte-level BPE with ranked merges
@@ -48,6 +51,9 @@ enum class Pre {
   Mistral,
 };
 
+// "<0xNN>" -> NN, or -1 for any other text.
+int parse_byte_token(std::string_view text);
+
 class Vocab {
  public:
   // Loads and validates the vocabulary of `file`. Errors name the file and key.
@@ -65,12 +71,15 @@ class Vocab {
   }
   TokenType type(TokenId id) const { return types_[static_cast<size_t>(id)]; }
   bool valid(TokenId id) const { return id >= 0 && static_cast<size_t>(id) < texts_.size(); }
+  Strip strip(TokenId id) const { return strip_[static_cast<size_t>(id)]; }
 
   // The token whose text is exactly `text`, or kNoToken.
   TokenId find(std::string_view text) const { return index_.find(text); }
+  const StringIndex& index() const { return index_; }
 
-  // The BPE merge of a pair of tokens, or nullptr.
-  const Merge* merge(TokenId left, TokenId right) const { return merges_.find(left, right); }
+  // The BPE merge rank of a pair of tokens, or PairIndex::kNoRank. (The
+  // pair becomes the token find(text(left) + text(right)).)
+  uint32_t merge_rank(TokenId left, TokenId right) const { return merges_.find(left, right); }
 
   // The token standing for byte b: "<0xNN>" (SPM) or the byte's mapped
   // character (BPE); kNoToken if the vocabulary has none.
@@ -108,6 +117,7 @@ class Vocab {
   std::vector<std::string_view> texts_;  // into arena_
   std::vector<float> scores_;
   std::vector<TokenType> types_;
+  std::vector<Strip> strip_;
   StringIndex index_;
   PairIndex merges_;
   TokenId byte_tokens_[256];

@@ -1,0 +1,99 @@
+#include "cli/tokenize.h"
+
+#include <cstdio>
+#include <iostream>
+#include <iterator>
+
+#include "base/text.h"
+#include "cli/exit_status.h"
+#include "cli/usage.h"
+#include "gguf/reader.h"
+#include "tokenizer/tokenizer.h"
+
+namespace quip::cli {
+
+namespace {
+
+// A token's bytes on one line: backslash, tab, newline and carriage return as
+// C escapes, other control bytes and bytes that are not UTF-8 as \xNN.
+std::string escape_piece(std::string_view piece) {
+  std::string out;
+  for (size_t i = 0; i < piece.size();) {
+    const char c = piece[i];
+    const size_t n = utf8_sequence_length(piece, i);
+    if (c == '\\') {
+      out += "\\\\";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (n == 0 || (n == 1 && (static_cast<unsigned char>(c) < 0x20 || c == 0x7F))) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02X", static_cast<unsigned char>(c));
+      out += buf;
+      i += 1;
+      continue;
+    } else {
+      out.append(piece.substr(i, n));
+      i += n;
+      continue;
+    }
+    i += 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+int tokenize_main(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  CLI::App app{"Print the tokens a model's vocabulary makes of TEXT (or of stdin with '-').",
+               "quip tokenize"};
+  std::string model;
+  std::vector<std::string> words;
+  bool ids_only = false, no_bos = false, parse_special = false;
+  app.add_option("-m,--model", model, "GGUF model or vocabulary file")->required();
+  app.add_option("TEXT", words, "text to tokenize (words are joined by spaces); '-' reads stdin")
+      ->required();
+  app.add_flag("--ids", ids_only, "print only the ids, on one line");
+  app.add_flag("--no-bos", no_bos, "add no BOS/EOS, whatever the model asks");
+  app.add_flag("--parse-special", parse_special,
+               "match special-token text such as <|im_start|> as those tokens");
+  if (std::optional<int> status = parse_args(app, args, out, err)) return *status;
+
+  std::string text;
+  if (words.size() == 1 && words[0] == "-") {
+    text.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+    if (std::cin.bad()) {
+      err << "quip tokenize: cannot read stdin\n";
+      return kExitFailure;
+    }
+  } else {
+    for (size_t i = 0; i < words.size(); ++i) text += (i ? " " : "") + words[i];
+  }
+
+  auto file = gguf::GgufFile::open(model);
+  if (!file) {
+    err << "quip: " << file.error().message << '\n';
+    return kExitBadData;
+  }
+  auto tokenizer = tokenizer::Tokenizer::load(*file);
+  if (!tokenizer) {
+    err << "quip: " << tokenizer.error().message << '\n';
+    return kExitBadData;
+  }
+  const std::vector<tokenizer::TokenId> ids =
+      tokenizer->encode(text, {.add_special = !no_bos, .parse_special = parse_special});
+  if (ids_only) {
+    for (size_t i = 0; i < ids.size(); ++i) out << (i ? " " : "") << ids[i];
+    out << '\n';
+  } else {
+    for (tokenizer::TokenId id : ids) {
+      out << id << '\t' << escape_piece(tokenizer->piece(id, /*special=*/true)) << '\n';
+    }
+  }
+  return kExitOk;
+}
+
+}  // namespace quip::cli
