@@ -7,6 +7,7 @@
 
 JOBS         ?= $(shell nproc)
 FUZZ_SECONDS ?= 60
+TOKENIZER_FUZZ_SECONDS ?= 20
 SHARED       ?= $(CURDIR)/../shared
 MODEL        ?=
 
@@ -40,7 +41,11 @@ fuzz: setup
 	@CC=clang CXX=clang++ cmake -S . -B build-fuzz $(CMAKE_FLAGS) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	  -DQUIP_FUZZ=ON >/dev/null
 	@cmake --build build-fuzz -j $(JOBS)
-	@scripts/fuzz.sh build-fuzz/fuzz_gguf_reader $(FUZZ_SECONDS) "$(SHARED)"
+	@scripts/fuzz.sh build-fuzz/fuzz_gguf_reader $(FUZZ_SECONDS) "$(SHARED)" gguf
+	@QUIP_FUZZ_VOCAB="$(SHARED)/vocab/ggml-vocab-llama-spm.gguf" \
+	  scripts/fuzz.sh build-fuzz/fuzz_tokenizer $(TOKENIZER_FUZZ_SECONDS) "$(SHARED)" text
+	@QUIP_FUZZ_VOCAB="$(SHARED)/vocab/ggml-vocab-llama-bpe.gguf" \
+	  scripts/fuzz.sh build-fuzz/fuzz_tokenizer $(TOKENIZER_FUZZ_SECONDS) "$(SHARED)" text
 
 check: test check-asan fuzz
 

@@ -1,11 +1,12 @@
 // libFuzzer target: GgufFile::parse on arbitrary bytes must return a value or
 // an Error, never crash or read outside the input; a file it accepts must be
-// safe to walk completely.
+// safe to walk completely, and its vocabulary (if any) safe to load and use.
 #include <cstddef>
 #include <cstdint>
 #include <span>
 
 #include "gguf/reader.h"
+#include "tokenizer/tokenizer.h"
 
 namespace {
 
@@ -37,5 +38,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     sink = sink + static_cast<uint8_t>(t.data.front()) + static_cast<uint8_t>(t.data.back());
   }
   (void)f->get_uint("general.alignment");
+
+  // A file that holds a vocabulary must load as one or be refused, never
+  // crash; one that loads must tokenize.
+  if (auto t = quip::tokenizer::Tokenizer::load(*f)) {
+    const auto ids = t->encode("Hello, world! <|im_start|> 123", {.parse_special = true});
+    sink = sink + t->decode(ids).size();
+  }
   return 0;
 }

@@ -1,19 +1,30 @@
 #!/usr/bin/env bash
 # Runs a libFuzzer target for a number of seconds on a seed corpus made from
-# the heads of the GGUF files in the shared test data.
-#   scripts/fuzz.sh FUZZER SECONDS SHARED_DIR
+# the shared test data.
+#   scripts/fuzz.sh FUZZER SECONDS SHARED_DIR gguf|text
+# gguf: seeds are the heads of the shared GGUF files (for file parsers).
+# text: seeds are the tokenizer test strings and slices of a book.
 set -euo pipefail
-fuzzer=$1 seconds=$2 shared=$3
-work=$(dirname "$fuzzer")
+fuzzer=$1 seconds=$2 shared=$3 kind=$4
+name=$(basename "$fuzzer")${QUIP_FUZZ_VOCAB:+-$(basename "$QUIP_FUZZ_VOCAB" .gguf)}
+work=$(dirname "$fuzzer")/run-$name
 seeds=$work/seeds corpus=$work/corpus
 rm -rf "$seeds" && mkdir -p "$seeds" "$corpus"
 
 if [ -d "$shared/models" ]; then
-  for f in "$shared"/models/*.gguf "$shared"/vocab/*.gguf; do
-    # Headers and metadata sit at the front; whole files would only slow each run.
-    head -c 4096 "$f" >"$seeds/$(basename "$f").4k"
-    head -c 65536 "$f" >"$seeds/$(basename "$f").64k"
-  done
+  if [ "$kind" = gguf ]; then
+    for f in "$shared"/models/*.gguf "$shared"/vocab/*.gguf; do
+      # Headers and metadata sit at the front; whole files would only slow each run.
+      head -c 4096 "$f" >"$seeds/$(basename "$f").4k"
+      head -c 65536 "$f" >"$seeds/$(basename "$f").64k"
+    done
+  else
+    awk -v dir="$seeds" 'BEGIN { RS = "\n__ggml_vocab_test__\n" } { printf "%s", $0 > (dir "/case" NR) }' \
+      "$shared"/vocab/ggml-vocab-llama-bpe.gguf.inp
+    for i in 1 2 3 4 5 6 7 8; do
+      (tail -c +$((i * 300000)) "$shared/text/war-and-peace.txt" | head -c 2000 >"$seeds/book$i") || true
+    done
+  fi
 elif [ -n "${CI:-}" ]; then
   echo "fuzz: shared test data not found at $shared (CI is set)" >&2
   exit 1
@@ -21,11 +32,11 @@ else
   echo "fuzz: shared test data not found at $shared; fuzzing from an empty corpus" >&2
 fi
 
-echo "fuzz: $(basename "$fuzzer") for ${seconds}s"
+echo "fuzz: $name for ${seconds}s"
 "$fuzzer" -max_total_time="$seconds" -max_len=65536 -timeout=10 -rss_limit_mb=2048 \
   -print_final_stats=1 -artifact_prefix="$work/" "$corpus" "$seeds" 2>"$work/fuzz.log" || {
   tail -n 40 "$work/fuzz.log" >&2
-  echo "fuzz: $(basename "$fuzzer") found a failure; the input is saved under $work/" >&2
+  echo "fuzz: $name found a failure; the input is saved under $work/" >&2
   exit 1
 }
 grep -E '^(stat::number_of_executed_units|stat::peak_rss_mb)' "$work/fuzz.log" || true

@@ -66,15 +66,15 @@ inline ValueType type_of(const Value& v) {
 // The ValueType that holds a C++ scalar type T.
 template <class T>
 constexpr ValueType value_type_of() {
-  using V = Value;
-  if constexpr (std::is_same_v<T, ArrayView>) return ValueType::Array;
-  constexpr auto index = []<size_t... I>(std::index_sequence<I...>) {
-    size_t found = 0;
-    ((std::is_same_v<T, std::variant_alternative_t<I, V>> ? (found = I, true) : false) || ...);
-    return found;
+  constexpr size_t index = []<size_t... I>(std::index_sequence<I...>) {
+    constexpr bool same[] = {std::is_same_v<T, std::variant_alternative_t<I, Value>>...};
+    for (size_t i = 0; i < sizeof...(I); ++i) {
+      if (same[i]) return i;
+    }
+    return sizeof...(I);
   }
-  (std::make_index_sequence<std::variant_size_v<V>>{});
-  static_assert(std::is_same_v<T, std::variant_alternative_t<index, V>>, "not a GGUF value type");
+  (std::make_index_sequence<std::variant_size_v<Value>>{});
+  static_assert(index < std::variant_size_v<Value>, "not a GGUF value type");
   return static_cast<ValueType>(index);
 }
 
