@@ -11,6 +11,7 @@
 #include <variant>
 #include <vector>
 
+#include "base/big_alloc.h"
 #include "base/check.h"
 
 namespace quip::gguf {
@@ -46,7 +47,7 @@ struct ArrayView {
   ValueType elem_type = ValueType::U8;
   uint64_t length = 0;
   const std::byte* raw = nullptr;         // scalar elements, little-endian, unaligned
-  std::vector<std::string_view> strings;  // when elem_type == String
+  BigVector<std::string_view> strings;  // when elem_type == String
   std::vector<ArrayView> arrays;          // when elem_type == Array
 
   // Element i of a scalar array.

@@ -73,10 +73,6 @@ TokenId StringIndex::find(std::string_view text, uint64_t h) const {
   }
 }
 
-void PairIndex::Free::operator()(uint64_t* p) const {
-  std::free(p);
-}
-
 bool PairIndex::init(size_t n_vocab, size_t n_merges) {
   n_vocab_ = n_vocab;
   const uint64_t max_key = static_cast<uint64_t>(n_vocab) * n_vocab + 1;
@@ -84,8 +80,7 @@ bool PairIndex::init(size_t n_vocab, size_t n_merges) {
   rank_bits_ = 64 - static_cast<uint32_t>(std::bit_width(max_key));
   if (n_merges > (uint64_t{1} << rank_bits_)) return false;
   const size_t size = table_size(n_merges);
-  slots_.reset(static_cast<uint64_t*>(std::calloc(size, sizeof(uint64_t))));
-  CHECK(slots_ != nullptr);
+  slots_.assign(size, 0);
   mask_ = size - 1;
   return true;
 }
@@ -103,7 +98,7 @@ void PairIndex::insert(TokenId left, TokenId right, uint32_t rank) {
 }
 
 uint32_t PairIndex::find(TokenId left, TokenId right) const {
-  if (!slots_) return kNoRank;
+  if (slots_.empty()) return kNoRank;
   const uint64_t k = key(left, right);
   for (uint64_t p = mix(k) & mask_;; p = (p + 1) & mask_) {
     const uint64_t s = slots_[p];

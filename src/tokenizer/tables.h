@@ -12,6 +12,8 @@
 #include <utility>
 #include <vector>
 
+#include "base/big_alloc.h"
+
 namespace quip::tokenizer {
 
 using TokenId = int32_t;
@@ -50,13 +52,13 @@ class StringIndex {
   };
 
   const char* arena_ = nullptr;
-  std::vector<Slot> slots_;  // size a power of two
+  BigVector<Slot> slots_;  // size a power of two
   uint64_t mask_ = 0;
 };
 
 // Maps a pair of token ids to its BPE merge rank. Each slot is one 64-bit
-// word, (pair + 1) in the high bits and the rank in the low bits, so a
-// 280k-merge table is 4 MiB of zero-initialized memory.
+// word, (pair + 1) in the high bits and the rank in the low bits (0: empty),
+// so a 280k-merge table is 4 MiB.
 class PairIndex {
  public:
   static constexpr uint32_t kNoRank = ~uint32_t{0};
@@ -90,10 +92,7 @@ class PairIndex {
     return x ^ (x >> 31);
   }
 
-  struct Free {
-    void operator()(uint64_t* p) const;
-  };
-  std::unique_ptr<uint64_t[], Free> slots_;  // calloc'd: fresh pages need no clearing
+  BigVector<uint64_t> slots_;  // 0: empty
   uint64_t mask_ = 0;
   uint64_t n_vocab_ = 0;
   uint32_t rank_bits_ = 0;

@@ -136,7 +136,7 @@ Result<Vocab> Vocab::load(const gguf::GgufFile& f) {
   // Texts, copied into one arena.
   auto tokens = f.get_array(k::kTokens, gguf::ValueType::String);
   if (!tokens) return tokens.error();
-  const std::vector<std::string_view>& texts = (*tokens)->strings;
+  const BigVector<std::string_view>& texts = (*tokens)->strings;
   if (texts.empty()) return fail("key 'tokenizer.ggml.tokens' is empty, expected a vocabulary");
   if (texts.size() > static_cast<size_t>(INT32_MAX)) {
     return fail("vocabulary of " + std::to_string(texts.size()) + " tokens is too large");
@@ -229,7 +229,7 @@ Result<Vocab> Vocab::load(const gguf::GgufFile& f) {
   if (v.model_ == Model::Bpe) {
     auto merges = f.get_array("tokenizer.ggml.merges", gguf::ValueType::String);
     if (!merges) return merges.error();
-    const std::vector<std::string_view>& list = (*merges)->strings;
+    const BigVector<std::string_view>& list = (*merges)->strings;
     if (!v.merges_.init(n, list.size())) {
       return fail("vocabulary of " + std::to_string(n) + " tokens and " +
                   std::to_string(list.size()) + " merges is too large");

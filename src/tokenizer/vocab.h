@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/big_alloc.h"
 #include "base/result.h"
 #include "gguf/reader.h"
 #include "tokenizer/tables.h"
@@ -113,8 +114,8 @@ class Vocab {
   Pre pre_ = Pre::Default;
   std::string pre_name_;
   // Containers whose buffers stay put when moved, so the views stay valid.
-  std::vector<char> arena_;              // all token texts
-  std::vector<std::string_view> texts_;  // into arena_
+  BigVector<char> arena_;              // all token texts
+  BigVector<std::string_view> texts_;  // into arena_
   std::vector<float> scores_;
   std::vector<TokenType> types_;
   std::vector<Strip> strip_;
