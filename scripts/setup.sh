@@ -8,7 +8,7 @@ packages=(
   clang libclang-rt-dev clang-format   # fuzz target (libFuzzer) and `make format`
   libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev nlohmann-json3-dev
-  libpcre2-dev libutf8proc-dev        # pre-tokenizer regexes, Unicode tables
+  libpcre2-dev                        # pre-tokenizer regexes (with JIT)
   libxxhash-dev                       # vocabulary hash tables
 )
 
