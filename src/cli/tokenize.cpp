@@ -4,6 +4,7 @@
 #include <iostream>
 #include <iterator>
 
+#include "base/paths.h"
 #include "base/text.h"
 #include "cli/exit_status.h"
 #include "cli/usage.h"
@@ -78,7 +79,7 @@ int tokenize_main(const std::vector<std::string>& args, std::ostream& out, std::
     err << "quip: " << file.error().message << '\n';
     return kExitBadData;
   }
-  auto tokenizer = tokenizer::Tokenizer::load(*file);
+  auto tokenizer = tokenizer::Tokenizer::load(*file, {.cache_dir = cache_dir()});
   if (!tokenizer) {
     err << "quip: " << tokenizer.error().message << '\n';
     return kExitBadData;

@@ -59,7 +59,9 @@ class GgufFile::Parser {
 
   Result<void> run() {
     if (auto r = header(); !r) return r;
+    const uint64_t metadata_begin = pos_;
     if (auto r = metadata(); !r) return r;
+    f_.metadata_bytes_ = bytes_.subspan(metadata_begin, pos_ - metadata_begin);
     if (auto r = alignment(); !r) return r;
     if (auto r = tensor_infos(); !r) return r;
     return tensor_data();

@@ -75,6 +75,10 @@ class GgufFile {
   uint64_t file_size() const { return bytes_.size(); }
   uint64_t data_offset() const { return data_offset_; }  // start of the tensor data section
 
+  // The encoded metadata section, as stored (to fingerprint a file's
+  // metadata without walking it again).
+  std::span<const std::byte> metadata_bytes() const { return metadata_bytes_; }
+
   // Metadata in file order.
   const std::vector<KeyValue>& metadata() const { return metadata_; }
   const Value* find(std::string_view key) const;
@@ -112,6 +116,7 @@ class GgufFile {
   uint32_t version_ = 0;
   uint64_t alignment_ = kDefaultAlignment;
   uint64_t data_offset_ = 0;
+  std::span<const std::byte> metadata_bytes_;
   std::vector<KeyValue> metadata_;
   std::unordered_map<std::string_view, size_t> metadata_index_;
   std::vector<TensorInfo> tensors_;

@@ -26,8 +26,9 @@ bool equal(const char* a, std::string_view b) {
   return true;
 }
 
+// At most 3/4 full, so probes stay short.
 size_t table_size(size_t n) {
-  return std::bit_ceil(std::max<size_t>(16, n * 2));
+  return std::bit_ceil(std::max<size_t>(16, n + n / 3 + 1));
 }
 
 }  // namespace
@@ -73,15 +74,29 @@ TokenId StringIndex::find(std::string_view text, uint64_t h) const {
   }
 }
 
-bool PairIndex::init(size_t n_vocab, size_t n_merges) {
-  n_vocab_ = n_vocab;
+bool PairIndex::size_for(size_t n_vocab, size_t n_merges) {
   const uint64_t max_key = static_cast<uint64_t>(n_vocab) * n_vocab + 1;
   if (n_vocab > (uint64_t{1} << 31) || std::bit_width(max_key) >= 64) return false;
-  rank_bits_ = 64 - static_cast<uint32_t>(std::bit_width(max_key));
-  if (n_merges > (uint64_t{1} << rank_bits_)) return false;
-  const size_t size = table_size(n_merges);
-  slots_.assign(size, 0);
-  mask_ = size - 1;
+  const auto rank_bits = 64 - static_cast<uint32_t>(std::bit_width(max_key));
+  if (n_merges > (uint64_t{1} << rank_bits)) return false;
+  n_vocab_ = n_vocab;
+  rank_bits_ = rank_bits;
+  mask_ = table_size(n_merges) - 1;
+  return true;
+}
+
+bool PairIndex::init(size_t n_vocab, size_t n_merges) {
+  if (!size_for(n_vocab, n_merges)) return false;
+  slots_.assign(mask_ + 1, 0);
+  return true;
+}
+
+bool PairIndex::adopt(BigVector<uint64_t> slots, size_t n_vocab, size_t n_merges) {
+  if (!size_for(n_vocab, n_merges) || slots.size() != mask_ + 1) {
+    slots_.clear();
+    return false;
+  }
+  slots_ = std::move(slots);
   return true;
 }
 

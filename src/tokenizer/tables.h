@@ -79,7 +79,16 @@ class PairIndex {
   // The rank of the pair, or kNoRank.
   uint32_t find(TokenId left, TokenId right) const;
 
+  // The table as stored, to be saved and adopted again by a later process.
+  // Any change to the slot layout or to mix() must change kLayoutVersion.
+  static constexpr uint32_t kLayoutVersion = 1;
+  std::span<const uint64_t> slots() const { return slots_; }
+  // Takes slots saved from a table that init(n_vocab, n_merges) sized; false
+  // (and nothing taken) if their number does not fit those sizes.
+  [[nodiscard]] bool adopt(BigVector<uint64_t> slots, size_t n_vocab, size_t n_merges);
+
  private:
+  bool size_for(size_t n_vocab, size_t n_merges);
   uint64_t key(TokenId l, TokenId r) const {
     return static_cast<uint64_t>(l) * n_vocab_ + static_cast<uint64_t>(r) + 1;
   }

@@ -276,8 +276,8 @@ Tokenizer::Tokenizer(Tokenizer&&) noexcept = default;
 Tokenizer& Tokenizer::operator=(Tokenizer&&) noexcept = default;
 Tokenizer::~Tokenizer() = default;
 
-Result<Tokenizer> Tokenizer::load(const gguf::GgufFile& file) {
-  auto vocab = Vocab::load(file);
+Result<Tokenizer> Tokenizer::load(const gguf::GgufFile& file, const Vocab::Options& options) {
+  auto vocab = Vocab::load(file, options);
   if (!vocab) return vocab.error();
   Tokenizer t;
   t.vocab_ = std::make_unique<Vocab>(std::move(*vocab));

@@ -45,7 +45,8 @@ struct DecodeOptions {
 class Tokenizer {
  public:
   // Loads the vocabulary of `file`. Errors name the file and the key.
-  static Result<Tokenizer> load(const gguf::GgufFile& file);
+  static Result<Tokenizer> load(const gguf::GgufFile& file, const Vocab::Options& options);
+  static Result<Tokenizer> load(const gguf::GgufFile& file) { return load(file, {}); }
 
   std::vector<TokenId> encode(std::string_view text, const EncodeOptions& options = {}) const;
 

@@ -6,6 +6,8 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -57,8 +59,18 @@ int parse_byte_token(std::string_view text);
 
 class Vocab {
  public:
+  struct Options {
+    // Where to keep built tables for later calls (see merge_cache.h); none
+    // when unset.
+    std::optional<std::filesystem::path> cache_dir;
+  };
+
   // Loads and validates the vocabulary of `file`. Errors name the file and key.
-  static Result<Vocab> load(const gguf::GgufFile& file);
+  static Result<Vocab> load(const gguf::GgufFile& file, const Options& options);
+  static Result<Vocab> load(const gguf::GgufFile& file) { return load(file, Options{}); }
+
+  // Whether the BPE merge table was read from the cache folder.
+  bool merges_from_cache() const { return merges_from_cache_; }
 
   Model model() const { return model_; }
   Pre pre() const { return pre_; }
@@ -127,6 +139,7 @@ class Vocab {
   std::vector<TokenId> eog_;
   std::vector<TokenId> specials_;
   bool spm_splits_at_spaces_ = false;
+  bool merges_from_cache_ = false;
 };
 
 }  // namespace quip::tokenizer
