@@ -104,6 +104,81 @@ bool Vocab::is_eog(TokenId id) const {
   return std::find(eog_.begin(), eog_.end(), id) != eog_.end();
 }
 
+// Merges: "left right", each side a token; the rank is the position. (The
+// token a pair becomes is looked up when a merge is applied: resolving all
+// of them here would cost every call a third more lookups at load.)
+Result<void> Vocab::load_merges(const gguf::GgufFile& f, const Options& options,
+                                const std::string& prefix) {
+  const size_t n = texts_.size();
+  auto merges = f.get_array("tokenizer.ggml.merges", gguf::ValueType::String);
+  if (!merges) return merges.error();
+  const BigVector<std::string_view>& list = (*merges)->strings;
+  MergeCacheKey key;
+  std::optional<std::filesystem::path> saved;
+  if (options.cache_dir) {
+    key = merge_cache_key(f.metadata_bytes());
+    saved = merge_cache_path(*options.cache_dir, key);
+  }
+  if (saved && load_merge_cache(*saved, key, n, list.size(), merges_)) {
+    merges_from_cache_ = true;  // built and validated from this very metadata before
+  } else {
+    if (!merges_.init(n, list.size())) {
+      return Error{prefix + "vocabulary of " + std::to_string(n) + " tokens and " +
+                   std::to_string(list.size()) + " merges is too large"};
+    }
+    // Each merge's lookups and its insert land at random in tables larger
+    // than the caches. A three-stage pipeline overlaps the misses: merge r+8
+    // is hashed and its token slots prefetched, merge r+4 is resolved and its
+    // pair slot prefetched, merge r is checked and inserted.
+    struct Stage {
+      std::string_view left, right;
+      uint64_t left_hash = 0, right_hash = 0;
+      TokenId l = kNoToken, r = kNoToken;
+      bool ok = false;
+    };
+    constexpr size_t kRing = 8, kResolveAhead = 4;
+    Stage ring[kRing];
+    const size_t count = list.size();
+    const auto hash_stage = [&](size_t i) {
+      Stage& st = ring[i % kRing];
+      const std::string_view m = list[i];
+      const size_t space = m.find(' ', 1);
+      st = Stage{};
+      st.ok = space != std::string_view::npos && space + 1 < m.size();
+      if (!st.ok) return;
+      st.left = m.substr(0, space);
+      st.right = m.substr(space + 1);
+      st.left_hash = StringIndex::hash(st.left);
+      st.right_hash = StringIndex::hash(st.right);
+      index_.prefetch(st.left_hash);
+      index_.prefetch(st.right_hash);
+    };
+    const auto resolve_stage = [&](size_t i) {
+      Stage& st = ring[i % kRing];
+      if (!st.ok) return;
+      st.l = index_.find(st.left, st.left_hash);
+      st.r = index_.find(st.right, st.right_hash);
+      if (st.l != kNoToken && st.r != kNoToken) merges_.prefetch(st.l, st.r);
+    };
+    for (size_t i = 0; i < std::min(kRing, count); ++i) hash_stage(i);
+    for (size_t i = 0; i < std::min(kResolveAhead, count); ++i) resolve_stage(i);
+    for (size_t r = 0; r < count; ++r) {
+      if (r + kResolveAhead < count) resolve_stage(r + kResolveAhead);
+      const Stage st = ring[r % kRing];
+      if (r + kRing < count) hash_stage(r + kRing);
+      const auto bad = [&](const std::string& why) {
+        return Error{prefix + "merge " + std::to_string(r) + " " + quote(list[r]) + " " + why};
+      };
+      if (!st.ok) return bad("is not two tokens separated by a space");
+      if (st.l == kNoToken) return bad("names the unknown token " + quote(st.left));
+      if (st.r == kNoToken) return bad("names the unknown token " + quote(st.right));
+      merges_.insert(st.l, st.r, static_cast<uint32_t>(r));
+    }
+    if (saved) save_merge_cache(*saved, key, n, list.size(), merges_);
+  }
+  return {};
+}
+
 Result<Vocab> Vocab::load(const gguf::GgufFile& f, const Options& options) {
   const std::string prefix = printable(f.name(), 4096) + ": ";
   const auto fail = [&](const std::string& what) { return Error{prefix + what}; };
@@ -224,76 +299,8 @@ Result<Vocab> Vocab::load(const gguf::GgufFile& f, const Options& options) {
     for (int b = 0; b < 256; ++b) v.byte_tokens_[b] = v.find(bytes.encode(static_cast<uint8_t>(b)));
   }
 
-  // Merges: "left right", each side a token; the rank is the position. (The
-  // token a pair becomes is looked up when a merge is applied: resolving all
-  // of them here would cost every call a third more lookups at load.)
   if (v.model_ == Model::Bpe) {
-    auto merges = f.get_array("tokenizer.ggml.merges", gguf::ValueType::String);
-    if (!merges) return merges.error();
-    const BigVector<std::string_view>& list = (*merges)->strings;
-    MergeCacheKey key;
-    std::optional<std::filesystem::path> saved;
-    if (options.cache_dir) {
-      key = merge_cache_key(f.metadata_bytes());
-      saved = merge_cache_path(*options.cache_dir, key);
-    }
-    if (saved && load_merge_cache(*saved, key, n, list.size(), v.merges_)) {
-      v.merges_from_cache_ = true;  // built and validated from this very metadata before
-    } else {
-      if (!v.merges_.init(n, list.size())) {
-        return fail("vocabulary of " + std::to_string(n) + " tokens and " +
-                    std::to_string(list.size()) + " merges is too large");
-      }
-      // Each merge's lookups and its insert land at random in tables larger
-      // than the caches. A three-stage pipeline overlaps the misses: merge r+8
-      // is hashed and its token slots prefetched, merge r+4 is resolved and its
-      // pair slot prefetched, merge r is checked and inserted.
-      struct Stage {
-        std::string_view left, right;
-        uint64_t left_hash = 0, right_hash = 0;
-        TokenId l = kNoToken, r = kNoToken;
-        bool ok = false;
-      };
-      constexpr size_t kRing = 8, kResolveAhead = 4;
-      Stage ring[kRing];
-      const size_t count = list.size();
-      const auto hash_stage = [&](size_t i) {
-        Stage& st = ring[i % kRing];
-        const std::string_view m = list[i];
-        const size_t space = m.find(' ', 1);
-        st = Stage{};
-        st.ok = space != std::string_view::npos && space + 1 < m.size();
-        if (!st.ok) return;
-        st.left = m.substr(0, space);
-        st.right = m.substr(space + 1);
-        st.left_hash = StringIndex::hash(st.left);
-        st.right_hash = StringIndex::hash(st.right);
-        v.index_.prefetch(st.left_hash);
-        v.index_.prefetch(st.right_hash);
-      };
-      const auto resolve_stage = [&](size_t i) {
-        Stage& st = ring[i % kRing];
-        if (!st.ok) return;
-        st.l = v.index_.find(st.left, st.left_hash);
-        st.r = v.index_.find(st.right, st.right_hash);
-        if (st.l != kNoToken && st.r != kNoToken) v.merges_.prefetch(st.l, st.r);
-      };
-      for (size_t i = 0; i < std::min(kRing, count); ++i) hash_stage(i);
-      for (size_t i = 0; i < std::min(kResolveAhead, count); ++i) resolve_stage(i);
-      for (size_t r = 0; r < count; ++r) {
-        if (r + kResolveAhead < count) resolve_stage(r + kResolveAhead);
-        const Stage st = ring[r % kRing];
-        if (r + kRing < count) hash_stage(r + kRing);
-        const auto bad = [&](const std::string& why) {
-          return fail("merge " + std::to_string(r) + " " + quote(list[r]) + " " + why);
-        };
-        if (!st.ok) return bad("is not two tokens separated by a space");
-        if (st.l == kNoToken) return bad("names the unknown token " + quote(st.left));
-        if (st.r == kNoToken) return bad("names the unknown token " + quote(st.right));
-        v.merges_.insert(st.l, st.r, static_cast<uint32_t>(r));
-      }
-      if (saved) save_merge_cache(*saved, key, n, list.size(), v.merges_);
-    }
+    if (auto r = v.load_merges(f, options, prefix); !r) return r.error();
   }
 
   // Special token ids, with SentencePiece's conventional defaults.

@@ -122,6 +122,9 @@ class Vocab {
   bool spm_splits_at_spaces() const { return spm_splits_at_spaces_; }
 
  private:
+  Result<void> load_merges(const gguf::GgufFile& file, const Options& options,
+                           const std::string& prefix);
+
   Model model_ = Model::Spm;
   Pre pre_ = Pre::Default;
   std::string pre_name_;
