@@ -1,1 +1,497 @@
+// `quip tokenize`, tested through the `quip` binary itself (QUIP_BINARY):
+// exit status, stdout and stderr.
+//
+// Expectations come from another path than the binary's: the library's
+// Tokenizer on the same file (so the command is checked to print what the
+// library computes, not what the library computes to be right: that is
+// tokenizer_test.cpp's job), files this test writes, and the output format
+// the command documents (one "ID<TAB>PIECE" line per token, escaped).
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/text.h"
+#include "gguf/reader.h"
+#include "gguf/writer.h"
+#include "support/shared.h"
+#include "tokenizer/tokenizer.h"
+
+extern char** environ;
+
+namespace quip::cli {
+namespace {
+
+namespace fs = std::filesystem;
+using gguf::GgufFile;
+using gguf::GgufWriter;
+using gguf::make_array;
+using tokenizer::EncodeOptions;
+using tokenizer::TokenId;
+using tokenizer::Tokenizer;
+
+constexpr int kExitOk = 0;
+constexpr int kExitUsage = 2;
+constexpr int kExitBadData = 3;
+
+// A folder under the system temp folder, removed with everything in it.
+class TempDir {
+ public:
+  TempDir() {
+    static std::atomic<int> counter{0};
+    path_ = fs::temp_directory_path() /
+            ("quip-tokenize-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
+    fs::create_directories(path_);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+
+  fs::path operator/(const std::string& name) const { return path_ / name; }
+
+ private:
+  fs::path path_;
+};
+
+struct RunResult {
+  int status = -1;  // the exit status, or 128 + signal number
+  std::string out;
+  std::string err;
+};
+
+// Runs `quip args...` with stdin from `stdin_from` and stdout, stderr
+// captured through files (no pipe to deadlock on however much it prints).
+RunResult run_quip(const std::vector<std::string>& args,
+                   const std::string& stdin_from = "/dev/null") {
+  RunResult r;
+  TempDir dir;
+  const std::string out_path = (dir / "stdout").string();
+  const std::string err_path = (dir / "stderr").string();
+
+  std::vector<std::string> argv_strings = {QUIP_BINARY};
+  argv_strings.insert(argv_strings.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (std::string& s : argv_strings) argv.push_back(s.data());
+  argv.push_back(nullptr);
+
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, stdin_from.c_str(), O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, out_path.c_str(),
+                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, err_path.c_str(),
+                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  pid_t pid;
+  const int rc = posix_spawn(&pid, QUIP_BINARY, &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (rc != 0) {
+    ADD_FAILURE() << "cannot start " << QUIP_BINARY << ": " << std::strerror(rc);
+    return r;
+  }
+  int wstatus = 0;
+  while (::waitpid(pid, &wstatus, 0) < 0) {
+    if (errno != EINTR) {
+      ADD_FAILURE() << "waitpid: " << std::strerror(errno);
+      return r;
+    }
+  }
+  if (WIFEXITED(wstatus)) {
+    r.status = WEXITSTATUS(wstatus);
+  } else if (WIFSIGNALED(wstatus)) {
+    r.status = 128 + WTERMSIG(wstatus);
+  }
+  r.out = testing::read_file(out_path);
+  r.err = testing::read_file(err_path);
+  return r;
+}
+
+std::string describe(const std::vector<std::string>& args, const RunResult& r) {
+  std::string s = "quip";
+  for (const std::string& a : args) s += " '" + printable(a) + "'";
+  return s + "\n  exit status " + std::to_string(r.status) + "\n  stderr: " + r.err;
+}
+
+size_t count_lines(const std::string& text) {
+  return static_cast<size_t>(std::count(text.begin(), text.end(), '\n'));
+}
+
+std::vector<std::string> split_lines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+void write_bytes(const fs::path& path, std::string_view bytes) {
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  ASSERT_NE(f, nullptr) << path;
+  const size_t written = bytes.empty() ? 0 : std::fwrite(bytes.data(), 1, bytes.size(), f);
+  const int closed = std::fclose(f);
+  ASSERT_EQ(written, bytes.size()) << path;
+  ASSERT_EQ(closed, 0) << path;
+}
+
+std::string show(const std::vector<TokenId>& ids) {
+  std::string s;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (i > 0) s += ' ';
+    s += std::to_string(ids[i]);
+  }
+  return s;
+}
+
+// Tokenizers of shared files, each loaded once for the whole test program.
+const Tokenizer* library_tokenizer(const fs::path& path) {
+  static std::map<std::string, std::unique_ptr<Tokenizer>> cache;
+  auto it = cache.find(path.string());
+  if (it != cache.end()) return it->second.get();
+  auto f = GgufFile::open(path.string());
+  if (!f) {
+    ADD_FAILURE() << f.error().message;
+    return nullptr;
+  }
+  auto t = Tokenizer::load(*f);
+  if (!t) {
+    ADD_FAILURE() << t.error().message;
+    return nullptr;
+  }
+  return cache.emplace(path.string(), std::make_unique<Tokenizer>(std::move(t).value()))
+      .first->second.get();
+}
+
+fs::path model(const char* name) {
+  return testing::shared_dir() / "models" / name;
+}
+fs::path vocab(const char* name) {
+  return testing::shared_dir() / "vocab" / name;
+}
+
+// The ids `quip tokenize --ids ...` prints, checking it succeeds with one line.
+std::optional<std::vector<TokenId>> cli_ids(const std::vector<std::string>& args,
+                                            const std::string& stdin_from = "/dev/null") {
+  const RunResult r = run_quip(args, stdin_from);
+  EXPECT_EQ(r.status, kExitOk) << describe(args, r);
+  EXPECT_EQ(r.err, "") << describe(args, r);
+  EXPECT_EQ(count_lines(r.out), 1u) << describe(args, r) << "\n  stdout: " << r.out;
+  if (r.status != kExitOk || !r.out.ends_with("\n")) return std::nullopt;
+  std::vector<TokenId> ids;
+  std::istringstream in(r.out);
+  for (long v; in >> v;) ids.push_back(static_cast<TokenId>(v));
+  EXPECT_TRUE(in.eof()) << "not a list of ids: " << r.out;
+  return ids;
+}
+
+// The inverse of the escapes the output format documents: \\ \t \n \r \xNN.
+// nullopt for anything else after a backslash.
+std::optional<std::string> unescape(std::string_view s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] != '\\') {
+      out += s[i];
+      continue;
+    }
+    if (++i == s.size()) return std::nullopt;
+    switch (s[i]) {
+      case '\\': out += '\\'; break;
+      case 't': out += '\t'; break;
+      case 'n': out += '\n'; break;
+      case 'r': out += '\r'; break;
+      case 'x': {
+        if (s.size() - i < 3) return std::nullopt;
+        const std::string hex(s.substr(i + 1, 2));
+        if (hex.find_first_not_of("0123456789ABCDEFabcdef") != std::string::npos) {
+          return std::nullopt;
+        }
+        out += static_cast<char>(std::stoi(hex, nullptr, 16));
+        i += 2;
+        break;
+      }
+      default: return std::nullopt;
+    }
+  }
+  return out;
+}
+
+// ---- --ids: what the library computes ----------------------------------------
+
+const char* const kModels[] = {"tiny-llama-spm-e64-f16.gguf", "tiny-qwen2-e64-f16.gguf",
+                               "tiny-llama3-e64-q8_0.gguf"};
+
+const char* const kTexts[] = {
+    "Hello world",
+    "Gr\xC3\xBC\xC3\x9F"
+    "e \xF0\x9F\x99\x82 \xE4\xB8\x96\xE7\x95\x8C!",
+    "  two  spaces\tand a tab, 12345 digits",
+};
+
+TEST(TokenizeCli, IdsMatchTheLibrary) {
+  QUIP_REQUIRE_SHARED();
+  std::vector<fs::path> files;
+  for (const char* m : kModels) files.push_back(model(m));
+  files.push_back(vocab("ggml-vocab-gpt-2.gguf"));
+  for (const fs::path& path : files) {
+    const Tokenizer* t = library_tokenizer(path);
+    ASSERT_NE(t, nullptr);
+    for (const char* text : kTexts) {
+      SCOPED_TRACE(path.filename().string() + ": '" + printable(text) + "'");
+      const auto ids = cli_ids({"tokenize", "-m", path.string(), "--ids", text});
+      ASSERT_TRUE(ids.has_value());
+      EXPECT_EQ(show(*ids), show(t->encode(text)));
+    }
+  }
+}
+
+TEST(TokenizeCli, WordsAreJoinedBySpaces) {
+  QUIP_REQUIRE_SHARED();
+  const fs::path path = model("tiny-llama3-e64-q8_0.gguf");
+  const Tokenizer* t = library_tokenizer(path);
+  ASSERT_NE(t, nullptr);
+  const auto ids = cli_ids({"tokenize", "--ids", "-m", path.string(), "Hello", "big", "world"});
+  ASSERT_TRUE(ids.has_value());
+  EXPECT_EQ(show(*ids), show(t->encode("Hello big world")));
+}
+
+TEST(TokenizeCli, DashReadsStdin) {
+  QUIP_REQUIRE_SHARED();
+  TempDir dir;
+  // Any bytes at all: a NUL and bytes that are not UTF-8 included.
+  const std::string text = std::string("Hello\nworld \xF0\x9F\x99\x82\n\0\xFF\xFE\n  end\n", 27);
+  write_bytes(dir / "input.txt", text);
+  for (const fs::path& path :
+       {model("tiny-llama-spm-e64-f16.gguf"), model("tiny-qwen2-e64-f16.gguf")}) {
+    SCOPED_TRACE(path.filename().string());
+    const Tokenizer* t = library_tokenizer(path);
+    ASSERT_NE(t, nullptr);
+    const auto ids =
+        cli_ids({"tokenize", "-m", path.string(), "--ids", "-"}, (dir / "input.txt").string());
+    ASSERT_TRUE(ids.has_value());
+    EXPECT_EQ(show(*ids), show(t->encode(text)));
+  }
+}
+
+TEST(TokenizeCli, NoBosDropsTheSpmBos) {
+  QUIP_REQUIRE_SHARED();
+  const fs::path path = model("tiny-llama-spm-e64-f16.gguf");
+  const Tokenizer* t = library_tokenizer(path);
+  ASSERT_NE(t, nullptr);
+  const auto with_bos = cli_ids({"tokenize", "-m", path.string(), "--ids", "Hello world"});
+  const auto without =
+      cli_ids({"tokenize", "-m", path.string(), "--ids", "--no-bos", "Hello world"});
+  ASSERT_TRUE(with_bos.has_value() && without.has_value());
+  ASSERT_FALSE(with_bos->empty());
+  EXPECT_EQ(with_bos->front(), 1);  // <s>: Llama 2 adds BOS
+  EXPECT_EQ(show(*without), show(t->encode("Hello world", {.add_special = false})));
+  EXPECT_EQ(std::count(without->begin(), without->end(), 1), 0) << show(*without);
+  EXPECT_EQ(show(std::vector<TokenId>(with_bos->begin() + 1, with_bos->end())), show(*without));
+}
+
+TEST(TokenizeCli, ParseSpecialMatchesQwen2ControlTokens) {
+  QUIP_REQUIRE_SHARED();
+  const fs::path path = model("tiny-qwen2-e64-f16.gguf");
+  const Tokenizer* t = library_tokenizer(path);
+  ASSERT_NE(t, nullptr);
+  const TokenId im_start = t->vocab().find("<|im_start|>");
+  ASSERT_NE(im_start, tokenizer::kNoToken);
+  const std::string text = "<|im_start|>";
+
+  const auto plain = cli_ids({"tokenize", "-m", path.string(), "--ids", text});
+  ASSERT_TRUE(plain.has_value());
+  EXPECT_EQ(std::count(plain->begin(), plain->end(), im_start), 0) << show(*plain);
+  EXPECT_GT(plain->size(), 1u);
+  EXPECT_EQ(show(*plain), show(t->encode(text)));
+
+  const auto parsed = cli_ids({"tokenize", "-m", path.string(), "--ids", "--parse-special", text});
+  ASSERT_TRUE(parsed.has_value());
+  std::vector<TokenId> expected;
+  if (t->vocab().add_bos() && t->vocab().bos() != tokenizer::kNoToken) {
+    expected.push_back(t->vocab().bos());
+  }
+  expected.push_back(im_start);
+  EXPECT_EQ(show(*parsed), show(expected));
+}
+
+// ---- Default output: one "ID<TAB>PIECE" line per token -------------------------
+
+// Checks `quip tokenize` (without --ids) prints one line per token of `text`,
+// each the id, a tab and the token's bytes escaped; returns the lines.
+std::vector<std::string> expect_token_lines(const fs::path& path, const std::string& text) {
+  const Tokenizer* t = library_tokenizer(path);
+  if (t == nullptr) return {};
+  const std::vector<TokenId> ids = t->encode(text, {.parse_special = true});
+  const std::vector<std::string> args = {"tokenize", "-m", path.string(), "--parse-special", text};
+  const RunResult r = run_quip(args);
+  EXPECT_EQ(r.status, kExitOk) << describe(args, r);
+  EXPECT_EQ(r.err, "") << describe(args, r);
+  const std::vector<std::string> lines = split_lines(r.out);
+  EXPECT_TRUE(r.out.ends_with("\n")) << r.out;
+  EXPECT_EQ(lines.size(), ids.size()) << describe(args, r) << "\n  stdout: " << r.out;
+  for (size_t i = 0; i < std::min(lines.size(), ids.size()); ++i) {
+    SCOPED_TRACE("line " + std::to_string(i) + ": '" + printable(lines[i]) + "'");
+    const size_t tab = lines[i].find('\t');
+    if (tab == std::string::npos) {
+      ADD_FAILURE() << "no tab";
+      continue;
+    }
+    EXPECT_EQ(lines[i].substr(0, tab), std::to_string(ids[i]));
+    const std::string shown = lines[i].substr(tab + 1);
+    for (char c : shown) {
+      EXPECT_FALSE(static_cast<unsigned char>(c) < 0x20 || c == 0x7F)
+          << "raw control byte " << static_cast<int>(c);
+    }
+    const std::optional<std::string> bytes = unescape(shown);
+    EXPECT_TRUE(bytes.has_value()) << "not a valid escape";
+    EXPECT_EQ(bytes.value_or("(invalid)"), t->piece(ids[i], /*special=*/true));
+  }
+  return lines;
+}
+
+TEST(TokenizeCli, DefaultOutputIsOneLinePerToken) {
+  QUIP_REQUIRE_SHARED();
+  for (const char* m : kModels) {
+    SCOPED_TRACE(m);
+    for (const char* text : kTexts) expect_token_lines(model(m), text);
+    expect_token_lines(model(m), "<|im_start|>user\nback\\slash \\x41 \x01\x7F\t<s>\r\n\xFF.");
+  }
+}
+
+TEST(TokenizeCli, NewlinesAndTabsInPiecesAreEscaped) {
+  QUIP_REQUIRE_SHARED();
+  const fs::path path = vocab("ggml-vocab-gpt-2.gguf");
+  const Tokenizer* t = library_tokenizer(path);
+  ASSERT_NE(t, nullptr);
+  const std::string text = "a\n\tb\n\nc\t\td";
+  const std::vector<std::string> lines = expect_token_lines(path, text);
+  const std::vector<TokenId> ids = t->encode(text);
+  ASSERT_EQ(lines.size(), ids.size());
+  size_t newlines = 0, tabs = 0;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const std::string piece = t->piece(ids[i], true);
+    const std::string shown = lines[i].substr(lines[i].find('\t') + 1);
+    if (piece.find('\n') != std::string::npos) {
+      ++newlines;
+      EXPECT_NE(shown.find("\\n"), std::string::npos) << shown;
+    }
+    if (piece.find('\t') != std::string::npos) {
+      ++tabs;
+      EXPECT_NE(shown.find("\\t"), std::string::npos) << shown;
+    }
+  }
+  EXPECT_GT(newlines, 0u);
+  EXPECT_GT(tabs, 0u);
+}
+
+// ---- Usage errors: exit 2, one line on stderr -----------------------------------
+
+void expect_usage_error(const std::vector<std::string>& args) {
+  const RunResult r = run_quip(args);
+  EXPECT_EQ(r.status, kExitUsage) << describe(args, r);
+  EXPECT_EQ(r.out, "") << describe(args, r);
+  EXPECT_EQ(count_lines(r.err), 1u) << describe(args, r);
+  EXPECT_TRUE(r.err.ends_with("\n")) << describe(args, r);
+}
+
+TEST(TokenizeCli, MissingModelOrTextExits2) {
+  QUIP_REQUIRE_SHARED();
+  const std::string path = model("tiny-qwen2-e64-f16.gguf").string();
+  expect_usage_error({"tokenize", "hello"});
+  expect_usage_error({"tokenize", "--ids", "hello"});
+  expect_usage_error({"tokenize", "-m", path});
+  expect_usage_error({"tokenize", "-m", path, "--ids"});
+  expect_usage_error({"tokenize", "-m"});
+  expect_usage_error({"tokenize"});
+  expect_usage_error({"tokenize", "-m", path, "--no-such-option", "hello"});
+}
+
+TEST(TokenizeCli, HelpPrintsUsage) {
+  const std::vector<std::string> args = {"tokenize", "--help"};
+  const RunResult r = run_quip(args);
+  EXPECT_EQ(r.status, kExitOk) << describe(args, r);
+  EXPECT_EQ(r.err, "");
+  for (const char* word : {"--ids", "--no-bos", "--parse-special", "-m"}) {
+    EXPECT_NE(r.out.find(word), std::string::npos) << word << " not in:\n" << r.out;
+  }
+}
+
+// ---- Unusable model files: exit 3, one line naming the file ------------------------
+
+void expect_bad_model(const fs::path& path, const std::string& also = "") {
+  const std::vector<std::string> args = {"tokenize", "-m", path.string(), "hello"};
+  const RunResult r = run_quip(args);
+  EXPECT_EQ(r.status, kExitBadData) << describe(args, r);
+  EXPECT_EQ(r.out, "") << describe(args, r);
+  EXPECT_EQ(count_lines(r.err), 1u) << describe(args, r);
+  EXPECT_TRUE(r.err.ends_with("\n")) << describe(args, r);
+  EXPECT_NE(r.err.find(path.string()), std::string::npos) << describe(args, r);
+  if (!also.empty()) {
+    EXPECT_NE(r.err.find(also), std::string::npos) << describe(args, r);
+  }
+}
+
+TEST(TokenizeCli, MissingModelFileExits3) {
+  TempDir dir;
+  expect_bad_model(dir / "no-such-model.gguf");
+}
+
+TEST(TokenizeCli, CorruptModelFileExits3) {
+  TempDir dir;
+  write_bytes(dir / "garbage.gguf", "this is not a GGUF file at all\n");
+  expect_bad_model(dir / "garbage.gguf");
+  write_bytes(dir / "empty.gguf", "");
+  expect_bad_model(dir / "empty.gguf");
+}
+
+TEST(TokenizeCli, ModelWithoutUsableVocabularyExits3) {
+  TempDir dir;
+  GgufWriter none;  // a valid GGUF file with no tokenizer at all
+  none.set("general.architecture", std::string("llama"));
+  ASSERT_TRUE(none.write((dir / "no-vocab.gguf").string()).ok());
+  expect_bad_model(dir / "no-vocab.gguf", "tokenizer.ggml.model");
+
+  GgufWriter bad;  // a vocabulary with an unknown pre-tokenizer
+  bad.set("general.architecture", std::string("gpt2"));
+  bad.set("tokenizer.ggml.model", std::string("gpt2"));
+  bad.set("tokenizer.ggml.pre", std::string("no-such-pre"));
+  bad.set("tokenizer.ggml.tokens", make_array(std::vector<std::string>{"a", "b", "ab"}));
+  bad.set("tokenizer.ggml.merges", make_array(std::vector<std::string>{"a b"}));
+  ASSERT_TRUE(bad.write((dir / "bad-pre.gguf").string()).ok());
+  expect_bad_model(dir / "bad-pre.gguf", "no-such-pre");
+}
+
+// The written vocabulary the bad one is made from works.
+TEST(TokenizeCli, WrittenVocabularyTokenizes) {
+  TempDir dir;
+  GgufWriter w;
+  w.set("tokenizer.ggml.model", std::string("gpt2"));
+  w.set("tokenizer.ggml.pre", std::string("gpt-2"));
+  w.set("tokenizer.ggml.tokens", make_array(std::vector<std::string>{"a", "b", "ab"}));
+  w.set("tokenizer.ggml.merges", make_array(std::vector<std::string>{"a b"}));
+  ASSERT_TRUE(w.write((dir / "ab.gguf").string()).ok());
+  const auto ids = cli_ids({"tokenize", "-m", (dir / "ab.gguf").string(), "--ids", "abab"});
+  ASSERT_TRUE(ids.has_value());
+  EXPECT_EQ(show(*ids), "2 2");  // "a b" merges: ab ab
+  const std::vector<std::string> args = {"tokenize", "-m", (dir / "ab.gguf").string(), "aba"};
+  const RunResult r = run_quip(args);
+  EXPECT_EQ(r.status, kExitOk) << describe(args, r);
+  EXPECT_EQ(r.out, "2\tab\n0\ta\n");
+}
+
+}  // namespace
+}  // namespace quip::cli
