@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # quip's main job, for `make demo`. Until the engine lands this inspects a
-# model; with no MODEL given it makes its own tiny model with random weights.
+# model and tokenizes a sentence with it; with no MODEL given it makes its
+# own tiny model with random weights.
 #   scripts/demo.sh [MODEL.gguf]
 set -euo pipefail
 model=${1:-}
@@ -11,3 +12,4 @@ if [ -z "$model" ]; then
 fi
 set -x
 build/quip inspect "$model"
+build/quip tokenize -m "$model" 'Hello from quip!'
