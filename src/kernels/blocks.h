@@ -1,0 +1,91 @@
+// Block layouts of the quantized ggml tensor types, as stored in GGUF files
+// (ggml-common.h). A block covers kBlock elements (32, or 256 for the
+// K-quants and IQ4_XS); `d` and `dmin` are IEEE half-precision bit patterns.
+#pragma once
+
+#include <cstdint>
+
+namespace quip::kernels {
+
+inline constexpr int kBlock = 32;   // QK4_0, QK8_0, QK4_NL, ...
+inline constexpr int kSuper = 256;  // QK_K
+
+struct BlockQ4_0 {
+  uint16_t d;
+  uint8_t qs[kBlock / 2];  // low nibbles: elements 0..15, high nibbles: 16..31
+};
+struct BlockQ4_1 {
+  uint16_t d, m;
+  uint8_t qs[kBlock / 2];
+};
+struct BlockQ5_0 {
+  uint16_t d;
+  uint8_t qh[4];  // the fifth bit of each element, little-endian bit j for element j
+  uint8_t qs[kBlock / 2];
+};
+struct BlockQ5_1 {
+  uint16_t d, m;
+  uint8_t qh[4];
+  uint8_t qs[kBlock / 2];
+};
+struct BlockQ8_0 {
+  uint16_t d;
+  int8_t qs[kBlock];
+};
+struct BlockIQ4_NL {
+  uint16_t d;
+  uint8_t qs[kBlock / 2];  // indices into kIQ4Values
+};
+struct BlockQ2_K {
+  uint8_t scales[kSuper / 16];  // low nibble scale, high nibble min, per 16 elements
+  uint8_t qs[kSuper / 4];
+  uint16_t d, dmin;
+};
+struct BlockQ3_K {
+  uint8_t hmask[kSuper / 8];  // the third bit
+  uint8_t qs[kSuper / 4];     // the low two bits
+  uint8_t scales[12];         // sixteen 6-bit scales
+  uint16_t d;
+};
+struct BlockQ4_K {
+  uint16_t d, dmin;
+  uint8_t scales[12];  // eight 6-bit scales and eight 6-bit mins
+  uint8_t qs[kSuper / 2];
+};
+struct BlockQ5_K {
+  uint16_t d, dmin;
+  uint8_t scales[12];
+  uint8_t qh[kSuper / 8];
+  uint8_t qs[kSuper / 2];
+};
+struct BlockQ6_K {
+  uint8_t ql[kSuper / 2];  // low four bits
+  uint8_t qh[kSuper / 4];  // high two bits
+  int8_t scales[kSuper / 16];
+  uint16_t d;
+};
+struct BlockIQ4_XS {
+  uint16_t d;
+  uint16_t scales_h;  // high two bits of eight 6-bit scales
+  uint8_t scales_l[kSuper / 64];
+  uint8_t qs[kSuper / 2];
+};
+
+static_assert(sizeof(BlockQ4_0) == 18);
+static_assert(sizeof(BlockQ4_1) == 20);
+static_assert(sizeof(BlockQ5_0) == 22);
+static_assert(sizeof(BlockQ5_1) == 24);
+static_assert(sizeof(BlockQ8_0) == 34);
+static_assert(sizeof(BlockIQ4_NL) == 18);
+static_assert(sizeof(BlockQ2_K) == 84);
+static_assert(sizeof(BlockQ3_K) == 110);
+static_assert(sizeof(BlockQ4_K) == 144);
+static_assert(sizeof(BlockQ5_K) == 176);
+static_assert(sizeof(BlockQ6_K) == 210);
+static_assert(sizeof(BlockIQ4_XS) == 136);
+
+// The non-linear 4-bit grid of IQ4_NL and IQ4_XS.
+inline constexpr int8_t kIQ4Values[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                          1,    13,   25,  38,  53,  69,  89,  113};
+
+}  // namespace quip::kernels
