@@ -29,6 +29,7 @@
 
 #include "gguf/reader.h"
 #include "gguf/writer.h"
+#include "support/run_quip.h"
 #include "support/shared.h"
 
 extern char** environ;
@@ -65,96 +66,14 @@ constexpr uint32_t kF32 = 0;
 constexpr uint32_t kF16 = 1;
 constexpr uint32_t kQ8_0 = 8;
 
-// A folder under the system temp folder, removed with everything in it.
-class TempDir {
- public:
-  TempDir() {
-    static std::atomic<int> counter{0};
-    path_ = fs::temp_directory_path() /
-            ("quip-inspect-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
+using testing::count_lines;
+using testing::describe;
+using testing::RunResult;
+using testing::split_lines;
+using testing::TempDir;
 
-  const fs::path& path() const { return path_; }
-  fs::path operator/(const std::string& name) const { return path_ / name; }
-
- private:
-  fs::path path_;
-};
-
-struct RunResult {
-  int status = -1;  // the exit status, or 128 + signal number
-  std::string out;
-  std::string err;
-};
-
-// Runs `quip args...` with stdin from /dev/null and stdout, stderr captured
-// through files (no pipe to deadlock on however much it prints).
-// With `stdout_to` set, stdout goes there instead (and r.out stays empty).
-RunResult run_quip(const std::vector<std::string>& args, const std::string& stdout_to = "") {
-  RunResult r;
-  TempDir dir;
-  const std::string out_path = stdout_to.empty() ? (dir / "stdout").string() : stdout_to;
-  const std::string err_path = (dir / "stderr").string();
-
-  std::vector<std::string> argv_strings = {QUIP_BINARY};
-  argv_strings.insert(argv_strings.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (std::string& s : argv_strings) argv.push_back(s.data());
-  argv.push_back(nullptr);
-
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, out_path.c_str(),
-                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, err_path.c_str(),
-                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  pid_t pid;
-  const int rc = posix_spawn(&pid, QUIP_BINARY, &actions, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  if (rc != 0) {
-    ADD_FAILURE() << "cannot start " << QUIP_BINARY << ": " << std::strerror(rc);
-    return r;
-  }
-  int wstatus = 0;
-  while (::waitpid(pid, &wstatus, 0) < 0) {
-    if (errno != EINTR) {
-      ADD_FAILURE() << "waitpid: " << std::strerror(errno);
-      return r;
-    }
-  }
-  if (WIFEXITED(wstatus)) {
-    r.status = WEXITSTATUS(wstatus);
-  } else if (WIFSIGNALED(wstatus)) {
-    r.status = 128 + WTERMSIG(wstatus);
-  }
-  if (stdout_to.empty()) r.out = testing::read_file(out_path);
-  r.err = testing::read_file(err_path);
-  return r;
-}
-
-std::string describe(const std::vector<std::string>& args, const RunResult& r) {
-  std::string s = "quip";
-  for (const std::string& a : args) s += " " + a;
-  return s + "\n  exit status " + std::to_string(r.status) + "\n  stderr: " + r.err;
-}
-
-size_t count_lines(const std::string& text) {
-  return static_cast<size_t>(std::count(text.begin(), text.end(), '\n'));
-}
-
-std::vector<std::string> split_lines(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  return lines;
+RunResult run_quip(const std::vector<std::string>& args, const testing::RunOptions& o = {}) {
+  return testing::run_quip(args, o);
 }
 
 std::vector<std::string> split_words(const std::string& line) {
@@ -781,13 +700,8 @@ void expect_bad_data(const fs::path& path) {
 }
 
 void write_bytes(const fs::path& path, const std::vector<std::byte>& bytes) {
-  std::FILE* f = std::fopen(path.c_str(), "wb");
-  ASSERT_NE(f, nullptr) << path;
-  // fwrite's buffer must not be null, even for 0 bytes.
-  const size_t written = bytes.empty() ? 0 : std::fwrite(bytes.data(), 1, bytes.size(), f);
-  const int closed = std::fclose(f);
-  ASSERT_EQ(written, bytes.size()) << path;
-  ASSERT_EQ(closed, 0) << path;
+  testing::write_bytes(path,
+                       std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
 }
 
 std::vector<std::byte> small_valid_file() {
@@ -919,7 +833,7 @@ TEST(InspectOutput, FullDiskIsAFailureWithOneLine) {
   for (const std::vector<std::string>& args :
        {std::vector<std::string>{"inspect", (dir / "valid.gguf").string()},
         std::vector<std::string>{"inspect", "--help"}, std::vector<std::string>{"--help"}}) {
-    const RunResult r = run_quip(args, "/dev/full");
+    const RunResult r = run_quip(args, {.stdin_from = "/dev/null", .stdout_to = "/dev/full"});
     EXPECT_EQ(r.status, kExitFailure) << describe(args, r);
     EXPECT_EQ(count_lines(r.err), 1u) << describe(args, r);
     EXPECT_NE(r.err.find("No space left on device"), std::string::npos) << r.err;

@@ -29,6 +29,7 @@
 #include "base/text.h"
 #include "gguf/reader.h"
 #include "gguf/writer.h"
+#include "support/run_quip.h"
 #include "support/shared.h"
 #include "tokenizer/tokenizer.h"
 
@@ -49,105 +50,17 @@ constexpr int kExitOk = 0;
 constexpr int kExitUsage = 2;
 constexpr int kExitBadData = 3;
 
-// A folder under the system temp folder, removed with everything in it.
-class TempDir {
- public:
-  TempDir() {
-    static std::atomic<int> counter{0};
-    path_ = fs::temp_directory_path() /
-            ("quip-tokenize-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
+using testing::count_lines;
+using testing::describe;
+using testing::RunResult;
+using testing::split_lines;
+using testing::TempDir;
 
-  fs::path operator/(const std::string& name) const { return path_ / name; }
-
- private:
-  fs::path path_;
-};
-
-struct RunResult {
-  int status = -1;  // the exit status, or 128 + signal number
-  std::string out;
-  std::string err;
-};
-
-// Runs `quip args...` with stdin from `stdin_from` and stdout, stderr
-// captured through files (no pipe to deadlock on however much it prints).
-RunResult run_quip(const std::vector<std::string>& args,
-                   const std::string& stdin_from = "/dev/null") {
-  RunResult r;
-  TempDir dir;
-  const std::string out_path = (dir / "stdout").string();
-  const std::string err_path = (dir / "stderr").string();
-
-  std::vector<std::string> argv_strings = {QUIP_BINARY};
-  argv_strings.insert(argv_strings.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (std::string& s : argv_strings) argv.push_back(s.data());
-  argv.push_back(nullptr);
-
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, stdin_from.c_str(), O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, out_path.c_str(),
-                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, err_path.c_str(),
-                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  pid_t pid;
-  const int rc = posix_spawn(&pid, QUIP_BINARY, &actions, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  if (rc != 0) {
-    ADD_FAILURE() << "cannot start " << QUIP_BINARY << ": " << std::strerror(rc);
-    return r;
-  }
-  int wstatus = 0;
-  while (::waitpid(pid, &wstatus, 0) < 0) {
-    if (errno != EINTR) {
-      ADD_FAILURE() << "waitpid: " << std::strerror(errno);
-      return r;
-    }
-  }
-  if (WIFEXITED(wstatus)) {
-    r.status = WEXITSTATUS(wstatus);
-  } else if (WIFSIGNALED(wstatus)) {
-    r.status = 128 + WTERMSIG(wstatus);
-  }
-  r.out = testing::read_file(out_path);
-  r.err = testing::read_file(err_path);
-  return r;
+RunResult run_quip(const std::vector<std::string>& args, const testing::RunOptions& o = {}) {
+  return testing::run_quip(args, o);
 }
 
-std::string describe(const std::vector<std::string>& args, const RunResult& r) {
-  std::string s = "quip";
-  for (const std::string& a : args) s += " '" + printable(a) + "'";
-  return s + "\n  exit status " + std::to_string(r.status) + "\n  stderr: " + r.err;
-}
-
-size_t count_lines(const std::string& text) {
-  return static_cast<size_t>(std::count(text.begin(), text.end(), '\n'));
-}
-
-std::vector<std::string> split_lines(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  return lines;
-}
-
-void write_bytes(const fs::path& path, std::string_view bytes) {
-  std::FILE* f = std::fopen(path.c_str(), "wb");
-  ASSERT_NE(f, nullptr) << path;
-  const size_t written = bytes.empty() ? 0 : std::fwrite(bytes.data(), 1, bytes.size(), f);
-  const int closed = std::fclose(f);
-  ASSERT_EQ(written, bytes.size()) << path;
-  ASSERT_EQ(closed, 0) << path;
-}
+using testing::write_bytes;
 
 std::string show(const std::vector<TokenId>& ids) {
   std::string s;
@@ -187,7 +100,7 @@ fs::path vocab(const char* name) {
 // The ids `quip tokenize --ids ...` prints, checking it succeeds with one line.
 std::optional<std::vector<TokenId>> cli_ids(const std::vector<std::string>& args,
                                             const std::string& stdin_from = "/dev/null") {
-  const RunResult r = run_quip(args, stdin_from);
+  const RunResult r = run_quip(args, {.stdin_from = stdin_from, .stdout_to = ""});
   EXPECT_EQ(r.status, kExitOk) << describe(args, r);
   EXPECT_EQ(r.err, "") << describe(args, r);
   EXPECT_EQ(count_lines(r.out), 1u) << describe(args, r) << "\n  stdout: " << r.out;

@@ -1,0 +1,106 @@
+#include "support/run_quip.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <sstream>
+
+#include "base/text.h"
+#include "support/shared.h"
+
+extern char** environ;
+
+namespace quip::testing {
+
+TempDir::TempDir() {
+  static std::atomic<int> counter{0};
+  path_ = std::filesystem::temp_directory_path() /
+          ("quip-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
+  std::filesystem::create_directories(path_);
+}
+
+TempDir::~TempDir() {
+  std::error_code ec;
+  std::filesystem::remove_all(path_, ec);
+}
+
+RunResult run_quip(const std::vector<std::string>& args, const RunOptions& options) {
+  RunResult r;
+  TempDir dir;
+  const std::string out_path =
+      options.stdout_to.empty() ? (dir / "stdout").string() : options.stdout_to;
+  const std::string err_path = (dir / "stderr").string();
+
+  std::vector<std::string> argv_strings = {QUIP_BINARY};
+  argv_strings.insert(argv_strings.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (std::string& s : argv_strings) argv.push_back(s.data());
+  argv.push_back(nullptr);
+
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, options.stdin_from.c_str(), O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, out_path.c_str(),
+                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, err_path.c_str(),
+                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  pid_t pid;
+  const int rc = posix_spawn(&pid, QUIP_BINARY, &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (rc != 0) {
+    ADD_FAILURE() << "cannot start " << QUIP_BINARY << ": " << std::strerror(rc);
+    return r;
+  }
+  int wstatus = 0;
+  while (::waitpid(pid, &wstatus, 0) < 0) {
+    if (errno != EINTR) {
+      ADD_FAILURE() << "waitpid: " << std::strerror(errno);
+      return r;
+    }
+  }
+  if (WIFEXITED(wstatus)) {
+    r.status = WEXITSTATUS(wstatus);
+  } else if (WIFSIGNALED(wstatus)) {
+    r.status = 128 + WTERMSIG(wstatus);
+  }
+  if (options.stdout_to.empty()) r.out = read_file(out_path);
+  r.err = read_file(err_path);
+  return r;
+}
+
+std::string describe(const std::vector<std::string>& args, const RunResult& r) {
+  std::string s = "quip";
+  for (const std::string& a : args) s += " '" + printable(a) + "'";
+  return s + "\n  exit status " + std::to_string(r.status) + "\n  stderr: " + r.err;
+}
+
+size_t count_lines(std::string_view text) {
+  return static_cast<size_t>(std::count(text.begin(), text.end(), '\n'));
+}
+
+std::vector<std::string> split_lines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+void write_bytes(const std::filesystem::path& path, std::string_view bytes) {
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  ASSERT_NE(f, nullptr) << path;
+  // fwrite's buffer must not be null, even for 0 bytes.
+  const size_t written = bytes.empty() ? 0 : std::fwrite(bytes.data(), 1, bytes.size(), f);
+  const int closed = std::fclose(f);
+  ASSERT_EQ(written, bytes.size()) << path;
+  ASSERT_EQ(closed, 0) << path;
+}
+
+}  // namespace quip::testing

@@ -1,0 +1,50 @@
+// Running the quip binary from tests: exit status, stdout and stderr
+// captured through files (no pipe to deadlock on however much it prints).
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace quip::testing {
+
+// A folder under the system temp folder, removed with everything in it.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+
+  const std::filesystem::path& path() const { return path_; }
+  std::filesystem::path operator/(const std::string& name) const { return path_ / name; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+struct RunResult {
+  int status = -1;  // the exit status, or 128 + signal number
+  std::string out;  // empty when stdout went elsewhere
+  std::string err;
+};
+
+struct RunOptions {
+  std::string stdin_from = "/dev/null";
+  std::string stdout_to;  // a file to send stdout to instead of capturing it
+};
+
+// Runs QUIP_BINARY with `args`; a start failure is a test failure.
+RunResult run_quip(const std::vector<std::string>& args, const RunOptions& options = {});
+
+// "quip 'arg' ...", the exit status and stderr, for failure messages.
+std::string describe(const std::vector<std::string>& args, const RunResult& r);
+
+size_t count_lines(std::string_view text);
+std::vector<std::string> split_lines(const std::string& text);
+
+// Writes `bytes` to `path` (a test failure if it cannot).
+void write_bytes(const std::filesystem::path& path, std::string_view bytes);
+
+}  // namespace quip::testing
