@@ -1,0 +1,42 @@
+// The reference forward pass: one token at a time, scalar float arithmetic,
+// weights dequantized row by row. Written for clarity, not speed; the fast
+// engine is tested against it, and it against llama.cpp's reference outputs.
+//
+// Each step of a layer is one named function below the class (rms_norm,
+// rope, attention, swiglu), citing its source.
+//
+// Status: matches llama.cpp's reference outputs for llama models with F32
+// and F16 weights; quantized weights and qwen2/qwen3 still differ by more
+// than the tolerances of ../shared/README.md (issue #4).
+#pragma once
+
+#include <span>
+#include <vector>
+
+#include "engine/model.h"
+
+namespace quip::engine {
+
+class ReferenceForward {
+ public:
+  // PRECONDITIONS: `model` outlives this.
+  explicit ReferenceForward(const Model& model);
+
+  // Evaluates `token` at the next position and returns the logits
+  // (n_vocab floats) for the token after it.
+  std::span<const float> step(int32_t token);
+
+  size_t position() const { return pos_; }
+
+ private:
+  const Model& m_;
+  size_t pos_ = 0;
+  // KV cache: (layer, position, n_head_kv * head_dim), grown as tokens come.
+  std::vector<std::vector<float>> k_cache_, v_cache_;
+  std::vector<float> logits_;  // (n_vocab)
+};
+
+// log-softmax of `logits`, in double precision.
+std::vector<double> log_softmax(std::span<const float> logits);
+
+}  // namespace quip::engine

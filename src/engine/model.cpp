@@ -1,0 +1,142 @@
+#include "engine/model.h"
+
+#include <algorithm>
+
+#include "base/text.h"
+#include "gguf/keys.h"
+#include "kernels/dequantize.h"
+
+namespace quip::engine {
+
+namespace {
+
+constexpr ArchSpec kArchs[] = {
+    {"llama", RopeStyle::Adjacent, false, false},
+    {"qwen2", RopeStyle::NeoX, true, false},
+    {"qwen3", RopeStyle::NeoX, false, true},
+};
+
+}  // namespace
+
+const ArchSpec* find_arch(std::string_view arch) {
+  for (const ArchSpec& a : kArchs) {
+    if (a.name == arch) return &a;
+  }
+  return nullptr;
+}
+
+Result<Model> Model::bind(const gguf::GgufFile& f) {
+  namespace k = gguf::keys;
+  const std::string prefix = printable(f.name(), 4096) + ": ";
+  Model m;
+  auto arch = f.get<std::string_view>(k::kArchitecture);
+  if (!arch) return arch.error();
+  m.arch_ = find_arch(*arch);
+  if (m.arch_ == nullptr) {
+    return Error{prefix + "architecture '" + printable(*arch) +
+                 "' is not supported (quip runs llama, qwen2 and qwen3)"};
+  }
+  const auto key = [&](std::string_view suffix) { return k::arch_key(*arch, suffix); };
+  const auto u32 = [&](std::string_view suffix, uint32_t* out,
+                       std::optional<uint32_t> fallback) -> Result<void> {
+    auto v = f.get_optional<uint32_t>(key(suffix));
+    if (!v) return v.error();
+    if (!v->has_value() && !fallback) return Error{prefix + "key '" + key(suffix) + "' not found"};
+    *out = v->value_or(fallback.value_or(0));
+    return {};
+  };
+  Hparams& hp = m.hp_;
+  for (auto [suffix, out, fallback] :
+       {std::tuple{k::kEmbeddingLength, &hp.n_embd, std::optional<uint32_t>()},
+        std::tuple{k::kBlockCount, &hp.n_layer, std::optional<uint32_t>()},
+        std::tuple{k::kHeadCount, &hp.n_head, std::optional<uint32_t>()},
+        std::tuple{k::kFeedForwardLength, &hp.n_ff, std::optional<uint32_t>()},
+        std::tuple{k::kContextLength, &hp.n_ctx_train, std::optional<uint32_t>(4096)}}) {
+    if (auto r = u32(suffix, out, fallback); !r) return r.error();
+  }
+  if (hp.n_head == 0 || hp.n_embd == 0 || hp.n_layer == 0) {
+    return Error{prefix + "n_embd, n_layer and n_head must be positive"};
+  }
+  if (auto r = u32(k::kHeadCountKv, &hp.n_head_kv, hp.n_head); !r) return r.error();
+  if (auto r = u32(k::kKeyLength, &hp.head_dim, hp.n_embd / hp.n_head); !r) return r.error();
+  if (hp.n_head_kv == 0 || hp.n_head % hp.n_head_kv != 0) {
+    return Error{prefix + "head_count " + std::to_string(hp.n_head) + " is not a multiple of " +
+                 "head_count_kv " + std::to_string(hp.n_head_kv)};
+  }
+  if (auto r = u32("rope.dimension_count", &hp.n_rot, hp.head_dim); !r) return r.error();
+  if (hp.n_rot > hp.head_dim || hp.n_rot % 2 != 0) {
+    return Error{prefix + "rope.dimension_count " + std::to_string(hp.n_rot) +
+                 " must be even and at most the head size " + std::to_string(hp.head_dim)};
+  }
+  if (auto v = f.get_optional<float>(key(k::kRopeFreqBase)); !v) {
+    return v.error();
+  } else if (v->has_value()) {
+    hp.rope_base = **v;
+  }
+  if (auto v = f.get_optional<float>(key("attention.layer_norm_rms_epsilon")); !v) {
+    return v.error();
+  } else if (v->has_value()) {
+    hp.rms_eps = **v;
+  }
+
+  // Tensors: each checked for presence, shape and a type quip can compute with.
+  const auto bind = [&](const std::string& name, uint64_t n_in, uint64_t n_out, bool required,
+                        Weight* out) -> Result<void> {
+    const gguf::TensorInfo* t = f.find_tensor(name);
+    if (t == nullptr) {
+      if (required) return Error{prefix + "tensor '" + name + "' not found"};
+      return {};
+    }
+    const uint64_t rows = t->n_elements / t->shape[0];
+    if (t->shape[0] != n_in || (n_out != 0 && rows != n_out) || t->n_dims > 2) {
+      std::string shape = std::to_string(t->shape[0]);
+      for (uint32_t d = 1; d < t->n_dims; ++d) shape += " x " + std::to_string(t->shape[d]);
+      return Error{prefix + "tensor '" + name + "' has shape " + shape + ", expected " +
+                   std::to_string(n_in) + (n_out > 1 ? " x " + std::to_string(n_out) : "")};
+    }
+    if (!kernels::can_dequantize(t->type.type)) {
+      return Error{prefix + "tensor '" + name + "' has type " + std::string(t->type.name) +
+                   ", which quip cannot compute with yet"};
+    }
+    *out = Weight{t, n_in, rows};
+    return {};
+  };
+  const uint64_t q_dim = uint64_t{hp.n_head} * hp.head_dim;
+  const uint64_t kv_dim = uint64_t{hp.n_head_kv} * hp.head_dim;
+  if (auto r = bind("token_embd.weight", hp.n_embd, 0, true, &m.token_embd_); !r) return r.error();
+  hp.n_vocab = static_cast<uint32_t>(m.token_embd_.n_out);
+  if (auto r = bind("output_norm.weight", hp.n_embd, 1, true, &m.output_norm_); !r)
+    return r.error();
+  if (auto r = bind("output.weight", hp.n_embd, hp.n_vocab, false, &m.output_); !r)
+    return r.error();
+  if (!m.output_) m.output_ = m.token_embd_;  // tied
+  if (auto r = bind("rope_freqs.weight", hp.n_rot / 2, 1, false, &m.rope_freqs_); !r) {
+    return r.error();
+  }
+  m.layers_.resize(hp.n_layer);
+  for (uint32_t i = 0; i < hp.n_layer; ++i) {
+    Layer& l = m.layers_[i];
+    const std::string b = "blk." + std::to_string(i) + ".";
+    const bool bias = m.arch_->qkv_bias, norm = m.arch_->qk_norm;
+    for (auto [name, n_in, n_out, required, out] :
+         {std::tuple{"attn_norm.weight", uint64_t{hp.n_embd}, uint64_t{1}, true, &l.attn_norm},
+          std::tuple{"attn_q.weight", uint64_t{hp.n_embd}, q_dim, true, &l.wq},
+          std::tuple{"attn_k.weight", uint64_t{hp.n_embd}, kv_dim, true, &l.wk},
+          std::tuple{"attn_v.weight", uint64_t{hp.n_embd}, kv_dim, true, &l.wv},
+          std::tuple{"attn_output.weight", q_dim, uint64_t{hp.n_embd}, true, &l.wo},
+          std::tuple{"attn_q.bias", q_dim, uint64_t{1}, bias, &l.bq},
+          std::tuple{"attn_k.bias", kv_dim, uint64_t{1}, bias, &l.bk},
+          std::tuple{"attn_v.bias", kv_dim, uint64_t{1}, bias, &l.bv},
+          std::tuple{"attn_q_norm.weight", uint64_t{hp.head_dim}, uint64_t{1}, norm, &l.q_norm},
+          std::tuple{"attn_k_norm.weight", uint64_t{hp.head_dim}, uint64_t{1}, norm, &l.k_norm},
+          std::tuple{"ffn_norm.weight", uint64_t{hp.n_embd}, uint64_t{1}, true, &l.ffn_norm},
+          std::tuple{"ffn_gate.weight", uint64_t{hp.n_embd}, uint64_t{hp.n_ff}, true, &l.w_gate},
+          std::tuple{"ffn_up.weight", uint64_t{hp.n_embd}, uint64_t{hp.n_ff}, true, &l.w_up},
+          std::tuple{"ffn_down.weight", uint64_t{hp.n_ff}, uint64_t{hp.n_embd}, true, &l.w_down}}) {
+      if (auto r = bind(b + name, n_in, n_out, required, out); !r) return r.error();
+    }
+  }
+  return m;
+}
+
+}  // namespace quip::engine

@@ -1,0 +1,72 @@
+// A model bound from a GGUF file: hyper-parameters and weights, used in
+// place in the memory map. Architectures are data (ArchSpec), not classes:
+// one forward pass reads the spec and asks only whether optional tensors are
+// there.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/result.h"
+#include "gguf/reader.h"
+
+namespace quip::engine {
+
+enum class RopeStyle {
+  Adjacent,  // pairs (2i, 2i+1): llama (whose Q/K rows the converter permuted)
+  NeoX,      // pairs (i, i + n_rot/2): qwen2, qwen3
+};
+
+struct ArchSpec {
+  std::string_view name;  // general.architecture
+  RopeStyle rope;
+  bool qkv_bias;  // Q, K, V have biases (qwen2)
+  bool qk_norm;   // per-head RMS norm of Q and K (qwen3)
+};
+
+// The spec of `arch`, or nullptr for an architecture quip does not run.
+const ArchSpec* find_arch(std::string_view arch);
+
+// A weight matrix of shape [n_in, n_out] (ggml order: rows of n_in values,
+// one row per output), or a vector when n_out == 1.
+struct Weight {
+  const gguf::TensorInfo* tensor = nullptr;
+  uint64_t n_in = 0, n_out = 0;
+  explicit operator bool() const { return tensor != nullptr; }
+};
+
+struct Layer {
+  Weight attn_norm, wq, wk, wv, wo, bq, bk, bv, q_norm, k_norm;
+  Weight ffn_norm, w_gate, w_up, w_down;
+};
+
+struct Hparams {
+  uint32_t n_embd = 0, n_layer = 0, n_head = 0, n_head_kv = 0, head_dim = 0, n_ff = 0;
+  uint32_t n_vocab = 0, n_ctx_train = 0, n_rot = 0;
+  float rope_base = 10000.0f, rms_eps = 1e-5f;
+};
+
+class Model {
+ public:
+  // Binds `file`, which must outlive the Model. Errors name the file, the
+  // tensor or key, what was found and what was expected.
+  static Result<Model> bind(const gguf::GgufFile& file);
+
+  const ArchSpec& arch() const { return *arch_; }
+  const Hparams& hparams() const { return hp_; }
+  const Weight& token_embd() const { return token_embd_; }
+  const Weight& output_norm() const { return output_norm_; }
+  const Weight& output() const { return output_; }          // token_embd when tied
+  const Weight& rope_freqs() const { return rope_freqs_; }  // absent unless Llama 3.x
+  const std::vector<Layer>& layers() const { return layers_; }
+
+ private:
+  const ArchSpec* arch_ = nullptr;
+  Hparams hp_;
+  Weight token_embd_, output_norm_, output_, rope_freqs_;
+  std::vector<Layer> layers_;
+};
+
+}  // namespace quip::engine
