@@ -73,10 +73,11 @@ std::vector<float> as_dot_operand(gguf::GgmlType type, std::span<const float> x)
       for (size_t b = 0; b + 32 <= out.size(); b += 32) {
         float amax = 0;
         for (size_t i = b; i < b + 32; ++i) amax = std::max(amax, std::fabs(out[i]));
+        // As ggml's x86 quantize_row_q8_0: scale 127/amax, round half to even.
         const float d = amax / 127.0f;
-        const float id = d != 0 ? 1.0f / d : 0.0f;
+        const float id = amax != 0 ? 127.0f / amax : 0.0f;
         const float dh = round_f16(d);
-        for (size_t i = b; i < b + 32; ++i) out[i] = dh * std::round(out[i] * id);
+        for (size_t i = b; i < b + 32; ++i) out[i] = dh * std::nearbyint(out[i] * id);
       }
       break;
   }
@@ -185,27 +186,37 @@ std::span<const float> ReferenceForward::step(int32_t token) {
     for (float& e : q) e = round_f16(e);  // Q meets the F16 cache as F16
 
     // Scaled dot-product attention (Vaswani et al. 2017), causal, with
-    // grouped-query heads (Ainslie et al. 2023): head hh reads KV head hh / group.
+    // grouped-query heads (Ainslie et al. 2023): head hh reads KV head
+    // hh / group. Computed as ggml's CPU flash attention does with an F16
+    // cache (llama.cpp's default, which the reference outputs were made
+    // with): an online softmax (Milakov & Gimelshein 2018) whose running
+    // sum of V rows is kept in half precision. The tiny random models are
+    // sensitive enough that a float accumulator misses their tolerance.
     const size_t n_pos = pos_ + 1;
     std::vector<float> attn(size_t{hp.n_head} * hd, 0.0f);
-    const double scale = 1.0 / std::sqrt(static_cast<double>(hd));
+    const auto scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(hd)));
     for (uint32_t hh = 0; hh < hp.n_head; ++hh) {
       const uint32_t kvh = hh / group;
-      std::vector<double> scores(n_pos);
+      float max = -INFINITY, sum = 0;
+      std::vector<float> acc(hd, 0.0f);  // values of half precision
       for (size_t p = 0; p < n_pos; ++p) {
         const float* kp = k_cache_[il].data() + p * kv_dim + kvh * hd;
+        const float* vp = v_cache_[il].data() + p * kv_dim + kvh * hd;
         double dot = 0;
         for (uint32_t d = 0; d < hd; ++d) dot += double{q[hh * hd + d]} * kp[d];
-        scores[p] = dot * scale;
+        const float s = static_cast<float>(dot) * scale;
+        float old_scale = 1.0f, weight = 1.0f;
+        if (s > max) {
+          old_scale = std::exp(max - s);
+          max = s;
+          for (float& a : acc) a = round_f16(a * old_scale);
+        } else {
+          weight = std::exp(s - max);
+        }
+        for (uint32_t d = 0; d < hd; ++d) acc[d] = round_f16(acc[d] + vp[d] * weight);
+        sum = sum * old_scale + weight;
       }
-      const double max = *std::max_element(scores.begin(), scores.end());
-      double sum = 0;
-      for (double& s : scores) sum += (s = std::exp(s - max));
-      for (size_t p = 0; p < n_pos; ++p) {
-        const float* vp = v_cache_[il].data() + p * kv_dim + kvh * hd;
-        const auto weight = static_cast<float>(scores[p] / sum);
-        for (uint32_t d = 0; d < hd; ++d) attn[hh * hd + d] += weight * vp[d];
-      }
+      for (uint32_t d = 0; d < hd; ++d) attn[hh * hd + d] = acc[d] / sum;
     }
     add(x, matvec(l.wo, attn));
 
