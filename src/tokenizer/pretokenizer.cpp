@@ -36,6 +36,9 @@ constexpr std::string_view kDeepseekLlmLetters =
     "\U00010cb2\U00010cc0-\U00010cf2\U000118a0-\U000118df\U0001e900-\U0001e943]+";
 constexpr std::string_view kDeepseekLlmPunct =
     "\\s?[!-/:-~\uff01-\uff0f\uff1a-\uff5e\u2018-\u201f\u3000-\u3002]+";
+constexpr std::string_view kGpt4o =
+    R"([^\r\n\p{L}\p{N}]?((?=[\p{L}])([^a-z]))*((?=[\p{L}])([^A-Z]))+(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?|[^\r\n\p{L}\p{N}]?((?=[\p{L}])([^a-z]))+((?=[\p{L}])([^A-Z]))*(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+constexpr std::string_view kBloom = " ?[^(\\s|.,!?\u2026\u3002\uff0c\u3001\u0964\u06d4\u060c)]+";
 constexpr std::string_view kCjk = "[\u4e00-\u9fa5\u0800-\u4e00\uac00-\ud7ff]+";
 
 // The characters "\s" stands for in these patterns: Unicode's White_Space
@@ -90,6 +93,9 @@ std::vector<std::string_view> pre_tokenizer_patterns(Pre pre) {
     case Pre::Starcoder:
     case Pre::Refact:
     case Pre::Smollm: return {R"(\p{N})", kGpt2};
+    case Pre::Bloom: return {kBloom};
+    case Pre::Viking: return {kBloom, R"(\p{N})"};
+    case Pre::Gpt4o: return {kGpt4o};
   }
   CHECK(false);
   return {};

@@ -55,6 +55,20 @@ constexpr PreName kPreNames[] = {
     {"minerva-7b", Pre::Starcoder},
     {"smollm", Pre::Smollm},
     {"tekken", Pre::Mistral},
+    {"trillion", Pre::Gpt2},
+    {"granite-docling", Pre::Gpt2},
+    {"exaone4", Pre::Gpt2},
+    {"a.x-4.0", Pre::Gpt2},
+    {"mellum", Pre::Gpt2},
+    {"hunyuan", Pre::Qwen2},
+    {"grok-2", Pre::Qwen2},
+    {"poro-chat", Pre::Bloom},
+    {"bloom", Pre::Bloom},
+    {"gpt3-finnish", Pre::Bloom},
+    {"viking", Pre::Viking},
+    {"gpt-4o", Pre::Gpt4o},
+    {"llama4", Pre::Gpt4o},
+    {"minimax-m2", Pre::Gpt4o},
 };
 
 std::string quote(std::string_view s) {

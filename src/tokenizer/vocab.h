@@ -52,6 +52,9 @@ enum class Pre {
   Refact,
   Smollm,
   Mistral,
+  Bloom,  // also Poro, GPT-3 Finnish
+  Viking,
+  Gpt4o,  // also Llama 4, MiniMax M2
 };
 
 // "<0xNN>" -> NN, or -1 for any other text.

@@ -41,12 +41,21 @@ struct NamedPre {
 };
 
 constexpr NamedPre kAllPres[] = {
-    {"Default", Pre::Default},         {"Gpt2", Pre::Gpt2},
-    {"Llama3", Pre::Llama3},           {"Qwen2", Pre::Qwen2},
-    {"DeepseekLlm", Pre::DeepseekLlm}, {"DeepseekCoder", Pre::DeepseekCoder},
-    {"Falcon", Pre::Falcon},           {"Mpt", Pre::Mpt},
-    {"Starcoder", Pre::Starcoder},     {"Refact", Pre::Refact},
-    {"Smollm", Pre::Smollm},           {"Mistral", Pre::Mistral},
+    {"Default", Pre::Default},
+    {"Gpt2", Pre::Gpt2},
+    {"Llama3", Pre::Llama3},
+    {"Qwen2", Pre::Qwen2},
+    {"DeepseekLlm", Pre::DeepseekLlm},
+    {"DeepseekCoder", Pre::DeepseekCoder},
+    {"Falcon", Pre::Falcon},
+    {"Mpt", Pre::Mpt},
+    {"Starcoder", Pre::Starcoder},
+    {"Refact", Pre::Refact},
+    {"Smollm", Pre::Smollm},
+    {"Mistral", Pre::Mistral},
+    {"Bloom", Pre::Bloom},
+    {"Viking", Pre::Viking},
+    {"Gpt4o", Pre::Gpt4o},
 };
 
 std::vector<std::string> split(const PreTokenizer& p, std::string_view text) {
@@ -170,6 +179,14 @@ TEST(PreTokenizerSplits, Qwen2DigitsOneByOne) {
   const PreTokenizer p = create_ok(Pre::Qwen2);
   EXPECT_EQ(split(p, "1234"), (Pieces{"1", "2", "3", "4"}));
   EXPECT_EQ(split(p, "Hello world"), (Pieces{"Hello", " world"}));
+}
+
+// Bloom's pattern keeps a leading space on words and leaves punctuation and
+// the other separators it lists between them.
+TEST(PreTokenizerSplits, Bloom) {
+  const PreTokenizer p = create_ok(Pre::Bloom);
+  EXPECT_EQ(split(p, " Hello, world!"), (Pieces{" Hello", ",", " world", "!"}));
+  EXPECT_EQ(split(p, "a (b)"), (Pieces{"a", " (", "b", ")"}));  // unmatched runs stay whole
 }
 
 }  // namespace
