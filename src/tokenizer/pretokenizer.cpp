@@ -83,7 +83,8 @@ std::vector<std::string_view> pre_tokenizer_patterns(Pre pre) {
     case Pre::Default: return {R"([\p{P}\$\+<=>\^~\|]+)", kGpt2, R"(\p{N}+)", "[0-9][0-9][0-9]"};
     case Pre::Gpt2:
     case Pre::Mpt: return {kGpt2};
-    case Pre::Llama3: return {kLlama3};
+    case Pre::Llama3:
+    case Pre::ChatGlm4: return {kLlama3};
     case Pre::Qwen2: return {kQwen2};
     case Pre::Mistral: return {kMistral};
     case Pre::DeepseekLlm:

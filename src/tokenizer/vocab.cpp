@@ -67,6 +67,8 @@ constexpr PreName kPreNames[] = {
     {"gpt3-finnish", Pre::Bloom},
     {"viking", Pre::Viking},
     {"gpt-4o", Pre::Gpt4o},
+    {"glm4", Pre::ChatGlm4},
+    {"chatglm-bpe", Pre::ChatGlm4},
     {"llama4", Pre::Gpt4o},
     {"minimax-m2", Pre::Gpt4o},
 };

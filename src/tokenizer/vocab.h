@@ -54,7 +54,8 @@ enum class Pre {
   Mistral,
   Bloom,  // also Poro, GPT-3 Finnish
   Viking,
-  Gpt4o,  // also Llama 4, MiniMax M2
+  Gpt4o,     // also Llama 4, MiniMax M2
+  ChatGlm4,  // Llama 3's pattern, but merges always apply
 };
 
 // "<0xNN>" -> NN, or -1 for any other text.

@@ -56,6 +56,7 @@ constexpr NamedPre kAllPres[] = {
     {"Bloom", Pre::Bloom},
     {"Viking", Pre::Viking},
     {"Gpt4o", Pre::Gpt4o},
+    {"ChatGlm4", Pre::ChatGlm4},
 };
 
 std::vector<std::string> split(const PreTokenizer& p, std::string_view text) {
