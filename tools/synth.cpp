@@ -1,19 +1,29 @@
-// quip-synth: writes GGUF models with random weights, for demos, tests and
-// benchmarks (not a user command).
+// quip-synth: writes GGUF models with random weights and the shapes of real
+// ones, so speed and memory can be measured at realistic scale without
+// downloads (not a user command).
 //
-//   quip-synth tiny OUT.gguf [--seed N]
+//   quip-synth SHAPE OUT.gguf [--type f32|f16|q8_0|q4_0] [--seed N]
 //
-// `tiny` is a 2-layer llama (n_embd 64, 4 heads, 2 KV heads) with F32
-// weights and a SentencePiece-style vocabulary of byte tokens.
+// SHAPE: tiny (a 2-layer llama, n_embd 64, F32 by default), qwen2.5-0.5b,
+// llama-3.2-1b, qwen2.5-7b (their published hyper-parameters). Weights are
+// uniform with the standard deviation of a 0.02 normal, quantized with
+// quip's reference quantizers; norms are ones and stay F32. The vocabulary
+// is byte-level BPE with no merges: 256 byte tokens, then control tokens up
+// to the real vocabulary size. (q4_k_m awaits the K-quant quantizers.)
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
-#include <random>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "gguf/keys.h"
 #include "gguf/types.h"
 #include "gguf/writer.h"
+#include "kernels/quantize.h"
+#include "tokenizer/unicode.h"
 
 namespace {
 
@@ -22,97 +32,148 @@ using quip::gguf::GgufWriter;
 using quip::gguf::make_array;
 
 struct Shape {
-  const char* name;
-  uint32_t n_embd, n_layer, n_head, n_head_kv, n_ff, n_ctx;
+  std::string_view name;
+  std::string_view arch;
+  uint32_t n_embd, n_layer, n_head, n_head_kv, n_ff, n_vocab, n_ctx;
+  float rope_base, rms_eps;
+  bool tied;
+  GgmlType default_type;
 };
 
-constexpr Shape kTiny{"tiny", 64, 2, 4, 2, 128, 2048};
+constexpr Shape kShapes[] = {
+    {"tiny", "llama", 64, 2, 4, 2, 128, 512, 2048, 10000.0f, 1e-5f, false, GgmlType::F32},
+    {"qwen2.5-0.5b", "qwen2", 896, 24, 14, 2, 4864, 151936, 32768, 1e6f, 1e-6f, true,
+     GgmlType::Q8_0},
+    {"llama-3.2-1b", "llama", 2048, 16, 32, 8, 8192, 128256, 131072, 500000.0f, 1e-5f, true,
+     GgmlType::Q8_0},
+    {"qwen2.5-7b", "qwen2", 3584, 28, 28, 4, 18944, 152064, 32768, 1e6f, 1e-6f, false,
+     GgmlType::Q4_0},
+};
 
-std::vector<std::byte> random_f32(uint64_t n, float scale, std::mt19937& rng) {
-  std::normal_distribution<float> dist(0.0f, scale);
-  std::vector<std::byte> out(n * sizeof(float));
-  for (uint64_t i = 0; i < n; ++i) {
-    const float v = dist(rng);
-    std::memcpy(out.data() + i * sizeof(float), &v, sizeof v);
+// llama.cpp's general.file_type for an all-one-type file.
+uint32_t file_type(GgmlType t) {
+  switch (t) {
+    case GgmlType::F32: return 0;
+    case GgmlType::F16: return 1;
+    case GgmlType::Q4_0: return 2;
+    case GgmlType::Q8_0: return 7;
+    default: return 0;
   }
-  return out;
 }
 
-std::vector<std::byte> ones_f32(uint64_t n) {
-  std::vector<std::byte> out(n * sizeof(float));
-  const float one = 1.0f;
-  for (uint64_t i = 0; i < n; ++i) std::memcpy(out.data() + i * sizeof(float), &one, sizeof one);
-  return out;
-}
+// splitmix64: fast, and the same file for the same seed everywhere.
+struct Rng {
+  uint64_t s;
+  uint64_t next() {
+    uint64_t z = (s += 0x9E3779B97F4A7C15ULL);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+  }
+  // Uniform on (-a, a) with a = sqrt(3) * 0.02: the spread of a 0.02 normal.
+  float weight() {
+    constexpr float a = 0.034641f;
+    return (static_cast<float>(next() >> 40) * 0x1.0p-24f * 2.0f - 1.0f) * a;
+  }
+};
 
-void add_vocabulary(GgufWriter& w) {
+void add_vocabulary(GgufWriter& w, const Shape& s) {
   namespace k = quip::gguf::keys;
-  // SentencePiece token types: 1 normal, 2 unknown, 3 control, 6 byte.
-  std::vector<std::string> tokens = {"<unk>", "<s>", "</s>"};
-  std::vector<int32_t> types = {2, 3, 3};
+  const quip::tokenizer::ByteMap& bytes = quip::tokenizer::ByteMap::get();
+  std::vector<std::string> tokens;
+  std::vector<int32_t> types;
   for (int b = 0; b < 256; ++b) {
-    char buf[8];
-    std::snprintf(buf, sizeof buf, "<0x%02X>", b);
-    tokens.push_back(buf);
-    types.push_back(6);
+    tokens.emplace_back(bytes.encode(static_cast<uint8_t>(b)));
+    types.push_back(1);
   }
-  std::vector<float> scores(tokens.size(), 0.0f);
-  w.set(std::string(k::kTokenizerModel), std::string("llama"));
-  w.set(std::string(k::kTokenizerPre), std::string("default"));
+  for (const char* special : {"<|endoftext|>", "<|im_start|>", "<|im_end|>"}) {
+    tokens.emplace_back(special);
+    types.push_back(3);
+  }
+  while (tokens.size() < s.n_vocab) {
+    tokens.push_back("<|reserved_" + std::to_string(tokens.size()) + "|>");
+    types.push_back(3);
+  }
+  w.set(std::string(k::kTokenizerModel), std::string("gpt2"));
+  w.set(std::string(k::kTokenizerPre), std::string(s.arch == "qwen2" ? "qwen2" : "llama-bpe"));
   w.set(std::string(k::kTokens), make_array(tokens));
-  w.set("tokenizer.ggml.scores", make_array(scores));
   w.set("tokenizer.ggml.token_type", make_array(types));
-  w.set(std::string(k::kBosTokenId), uint32_t{1});
-  w.set(std::string(k::kEosTokenId), uint32_t{2});
-  w.set("tokenizer.ggml.unknown_token_id", uint32_t{0});
+  w.set("tokenizer.ggml.merges", make_array(std::vector<std::string>{}));
+  w.set(std::string(k::kBosTokenId), uint32_t{256});
+  w.set(std::string(k::kEosTokenId), uint32_t{258});
 }
 
-int write_model(const Shape& s, const std::string& path, uint32_t seed) {
+int write_model(const Shape& s, GgmlType type, const std::string& path, uint64_t seed) {
   namespace k = quip::gguf::keys;
-  const std::string arch = "llama";
-  std::mt19937 rng(seed);
+  const std::string arch(s.arch);
   GgufWriter w;
   w.set(std::string(k::kArchitecture), arch);
-  w.set(std::string(k::kName), std::string("quip-synth ") + s.name + " (random weights)");
-  w.set(std::string(k::kFileType), uint32_t{0});  // all F32
+  w.set(std::string(k::kName), "quip-synth " + std::string(s.name) + " (random weights)");
+  w.set(std::string(k::kFileType), file_type(type));
   w.set(k::arch_key(arch, k::kContextLength), s.n_ctx);
   w.set(k::arch_key(arch, k::kEmbeddingLength), s.n_embd);
   w.set(k::arch_key(arch, k::kBlockCount), s.n_layer);
   w.set(k::arch_key(arch, k::kFeedForwardLength), s.n_ff);
   w.set(k::arch_key(arch, k::kHeadCount), s.n_head);
   w.set(k::arch_key(arch, k::kHeadCountKv), s.n_head_kv);
-  w.set(k::arch_key(arch, k::kRopeFreqBase), 10000.0f);
-  w.set(k::arch_key(arch, "attention.layer_norm_rms_epsilon"), 1e-5f);
-  add_vocabulary(w);
-  const uint64_t n_vocab = 3 + 256;
+  w.set(k::arch_key(arch, k::kRopeFreqBase), s.rope_base);
+  w.set(k::arch_key(arch, "attention.layer_norm_rms_epsilon"), s.rms_eps);
+  add_vocabulary(w, s);
 
   const auto f32 = static_cast<uint32_t>(GgmlType::F32);
+  const quip::gguf::TypeTraits traits = quip::gguf::traits(type);
+  uint64_t tensor_seed = seed;
+  // A matrix of n_out rows of n_in values in `type`, filled at write time.
+  const auto matrix = [&](const std::string& name, uint64_t n_in, uint64_t n_out) {
+    const uint64_t row_bytes = n_in / traits.block_size * traits.block_bytes;
+    w.add_generated_tensor(name, static_cast<uint32_t>(type), {n_in, n_out}, row_bytes * n_out,
+                           [=, seed = tensor_seed++](std::span<std::byte> out) {
+                             Rng rng{seed * 0x100000001B3ULL + 1};
+                             std::vector<float> row(n_in);
+                             for (uint64_t r = 0; r < n_out; ++r) {
+                               for (float& v : row) v = rng.weight();
+                               quip::kernels::quantize_row(type, row.data(),
+                                                           out.data() + r * row_bytes, n_in);
+                             }
+                           });
+  };
+  const auto ones = [&](const std::string& name, uint64_t n) {
+    w.add_generated_tensor(name, f32, {n}, n * 4, [](std::span<std::byte> out) {
+      const float one = 1.0f;
+      for (size_t i = 0; i < out.size(); i += 4) std::memcpy(out.data() + i, &one, 4);
+    });
+  };
+  const auto small = [&](const std::string& name, uint64_t n) {  // biases, F32
+    w.add_generated_tensor(name, f32, {n}, n * 4, [seed = tensor_seed++](std::span<std::byte> out) {
+      Rng rng{seed * 0x100000001B3ULL + 7};
+      for (size_t i = 0; i < out.size(); i += 4) {
+        const float v = rng.weight();
+        std::memcpy(out.data() + i, &v, 4);
+      }
+    });
+  };
+
   const uint64_t head_dim = s.n_embd / s.n_head;
-  const uint64_t n_kv = head_dim * s.n_head_kv;
-  const float scale = 0.02f;
-  w.add_tensor("token_embd.weight", f32, {s.n_embd, n_vocab},
-               random_f32(s.n_embd * n_vocab, scale, rng));
-  w.add_tensor("output_norm.weight", f32, {s.n_embd}, ones_f32(s.n_embd));
-  w.add_tensor("output.weight", f32, {s.n_embd, n_vocab},
-               random_f32(s.n_embd * n_vocab, scale, rng));
+  const uint64_t kv = head_dim * s.n_head_kv;
+  matrix("token_embd.weight", s.n_embd, s.n_vocab);
+  ones("output_norm.weight", s.n_embd);
+  if (!s.tied) matrix("output.weight", s.n_embd, s.n_vocab);
   for (uint32_t l = 0; l < s.n_layer; ++l) {
     const std::string b = "blk." + std::to_string(l) + ".";
-    w.add_tensor(b + "attn_norm.weight", f32, {s.n_embd}, ones_f32(s.n_embd));
-    w.add_tensor(b + "attn_q.weight", f32, {s.n_embd, s.n_embd},
-                 random_f32(uint64_t{s.n_embd} * s.n_embd, scale, rng));
-    w.add_tensor(b + "attn_k.weight", f32, {s.n_embd, n_kv},
-                 random_f32(s.n_embd * n_kv, scale, rng));
-    w.add_tensor(b + "attn_v.weight", f32, {s.n_embd, n_kv},
-                 random_f32(s.n_embd * n_kv, scale, rng));
-    w.add_tensor(b + "attn_output.weight", f32, {s.n_embd, s.n_embd},
-                 random_f32(uint64_t{s.n_embd} * s.n_embd, scale, rng));
-    w.add_tensor(b + "ffn_norm.weight", f32, {s.n_embd}, ones_f32(s.n_embd));
-    w.add_tensor(b + "ffn_gate.weight", f32, {s.n_embd, s.n_ff},
-                 random_f32(uint64_t{s.n_embd} * s.n_ff, scale, rng));
-    w.add_tensor(b + "ffn_up.weight", f32, {s.n_embd, s.n_ff},
-                 random_f32(uint64_t{s.n_embd} * s.n_ff, scale, rng));
-    w.add_tensor(b + "ffn_down.weight", f32, {s.n_ff, s.n_embd},
-                 random_f32(uint64_t{s.n_ff} * s.n_embd, scale, rng));
+    ones(b + "attn_norm.weight", s.n_embd);
+    matrix(b + "attn_q.weight", s.n_embd, s.n_embd);
+    matrix(b + "attn_k.weight", s.n_embd, kv);
+    matrix(b + "attn_v.weight", s.n_embd, kv);
+    if (s.arch == "qwen2") {
+      small(b + "attn_q.bias", s.n_embd);
+      small(b + "attn_k.bias", kv);
+      small(b + "attn_v.bias", kv);
+    }
+    matrix(b + "attn_output.weight", s.n_embd, s.n_embd);
+    ones(b + "ffn_norm.weight", s.n_embd);
+    matrix(b + "ffn_gate.weight", s.n_embd, s.n_ff);
+    matrix(b + "ffn_up.weight", s.n_embd, s.n_ff);
+    matrix(b + "ffn_down.weight", s.n_ff, s.n_embd);
   }
   if (auto r = w.write(path); !r) {
     std::fprintf(stderr, "quip-synth: %s\n", r.error().message.c_str());
@@ -121,27 +182,46 @@ int write_model(const Shape& s, const std::string& path, uint32_t seed) {
   return 0;
 }
 
+int usage() {
+  std::fputs(
+      "usage: quip-synth SHAPE OUT.gguf [--type f32|f16|q8_0|q4_0] [--seed N]\n"
+      "SHAPE: tiny, qwen2.5-0.5b, llama-3.2-1b, qwen2.5-7b\n",
+      stderr);
+  return 2;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  const char* usage = "usage: quip-synth tiny OUT.gguf [--seed N]\n";
-  if (argc != 3 && argc != 5) {
-    std::fputs(usage, stderr);
-    return 2;
+  if (argc < 3) return usage();
+  const Shape* shape = nullptr;
+  for (const Shape& s : kShapes) {
+    if (s.name == argv[1]) shape = &s;
   }
-  uint32_t seed = 42;
-  if (argc == 5) {
-    char* end = nullptr;
-    const unsigned long v = std::strtoul(argv[4], &end, 10);
-    if (std::strcmp(argv[3], "--seed") != 0 || *argv[4] == '\0' || *end != '\0' || v > UINT32_MAX) {
-      std::fputs(usage, stderr);
-      return 2;
+  if (shape == nullptr) {
+    std::fprintf(stderr, "quip-synth: unknown shape '%s'\n", argv[1]);
+    return usage();
+  }
+  GgmlType type = shape->default_type;
+  uint64_t seed = 42;
+  for (int i = 3; i < argc; i += 2) {
+    if (i + 1 >= argc) return usage();
+    const std::string_view flag = argv[i], value = argv[i + 1];
+    if (flag == "--type") {
+      const std::optional<GgmlType> t = quip::gguf::type_from_name(value);
+      if (!t || !quip::kernels::can_quantize(*t)) {
+        std::fprintf(stderr, "quip-synth: type '%s' is not one of f32, f16, q8_0, q4_0\n",
+                     argv[i + 1]);
+        return 2;
+      }
+      type = *t;
+    } else if (flag == "--seed") {
+      char* end = nullptr;
+      seed = std::strtoull(argv[i + 1], &end, 10);
+      if (value.empty() || *end != '\0') return usage();
+    } else {
+      return usage();
     }
-    seed = static_cast<uint32_t>(v);
   }
-  if (std::strcmp(argv[1], kTiny.name) != 0) {
-    std::fprintf(stderr, "quip-synth: unknown shape '%s', expected 'tiny'\n", argv[1]);
-    return 2;
-  }
-  return write_model(kTiny, argv[2], seed);
+  return write_model(*shape, type, argv[2], seed);
 }

@@ -84,12 +84,19 @@ void GgufWriter::set_raw(std::string key, uint32_t type, std::vector<std::byte> 
 void GgufWriter::add_tensor(std::string name, uint32_t type, std::vector<uint64_t> shape,
                             std::vector<std::byte> data) {
   const uint64_t size = data.size();
-  tensors_.push_back(Tensor{std::move(name), type, std::move(shape), std::move(data), size, {}});
+  tensors_.push_back(
+      Tensor{std::move(name), type, std::move(shape), std::move(data), size, {}, {}});
 }
 
 void GgufWriter::add_zero_tensor(std::string name, uint32_t type, std::vector<uint64_t> shape,
                                  uint64_t zero_bytes) {
-  tensors_.push_back(Tensor{std::move(name), type, std::move(shape), {}, zero_bytes, {}});
+  tensors_.push_back(Tensor{std::move(name), type, std::move(shape), {}, zero_bytes, {}, {}});
+}
+
+void GgufWriter::add_generated_tensor(std::string name, uint32_t type, std::vector<uint64_t> shape,
+                                      uint64_t n_bytes, Fill fill) {
+  tensors_.push_back(
+      Tensor{std::move(name), type, std::move(shape), {}, n_bytes, {}, std::move(fill)});
 }
 
 void GgufWriter::set_tensor_offset(size_t i, uint64_t offset) {
@@ -162,6 +169,7 @@ std::vector<std::byte> GgufWriter::bytes() const {
     if (!checked_add(base, at[i], &begin) || !checked_add(begin, t.size, &end)) continue;
     out.resize(std::max<uint64_t>(out.size(), end));
     if (!t.data.empty()) std::memcpy(out.data() + begin, t.data.data(), t.data.size());
+    if (t.fill) t.fill(std::span(out.data() + begin, t.size));
   }
   return out;
 }
@@ -186,11 +194,17 @@ Result<void> GgufWriter::write(const std::string& path) const {
     uint64_t begin, t_end;
     if (!checked_add(base, at[i], &begin) || !checked_add(begin, t.size, &t_end)) continue;
     end = std::max(end, t_end);
-    if (t.data.empty()) continue;  // zeros: left as a hole, sized by ftruncate below
+    if (t.data.empty() && !t.fill) continue;  // zeros: a hole, sized by ftruncate below
     if (::lseek(fd, static_cast<off_t>(begin), SEEK_SET) < 0) {
       return fail(errno_error(path, "cannot seek"));
     }
-    if (auto r = write_all(fd, t.data.data(), t.data.size(), path); !r) return fail(r.error());
+    std::vector<std::byte> made;
+    if (t.fill) {
+      made.resize(t.size);
+      t.fill(made);
+    }
+    const std::vector<std::byte>& data = t.fill ? made : t.data;
+    if (auto r = write_all(fd, data.data(), data.size(), path); !r) return fail(r.error());
   }
   if (::ftruncate(fd, static_cast<off_t>(end)) != 0) return fail(errno_error(path, "cannot size"));
   if (::fchmod(fd, 0644) != 0) return fail(errno_error(path, "cannot chmod"));

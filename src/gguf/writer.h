@@ -6,7 +6,9 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
+#include <span>
 #include <string>
 #include <variant>
 #include <vector>
@@ -49,6 +51,12 @@ class GgufWriter {
   void add_zero_tensor(std::string name, uint32_t type, std::vector<uint64_t> shape,
                        uint64_t zero_bytes);
 
+  // Appends a tensor of `n_bytes` whose data `fill` writes when the file is
+  // written (so a multi-gigabyte model never sits in memory whole).
+  using Fill = std::function<void(std::span<std::byte>)>;
+  void add_generated_tensor(std::string name, uint32_t type, std::vector<uint64_t> shape,
+                            uint64_t n_bytes, Fill fill);
+
   // Stores `offset` for tensor i instead of the laid-out one.
   void set_tensor_offset(size_t i, uint64_t offset);
 
@@ -68,6 +76,7 @@ class GgufWriter {
     std::vector<std::byte> data;
     uint64_t size;
     std::optional<uint64_t> offset_override;
+    Fill fill;  // when set, the data is made at write time
   };
   struct Entry {
     std::string key;
