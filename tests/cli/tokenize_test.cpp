@@ -31,6 +31,7 @@
 #include "gguf/writer.h"
 #include "support/run_quip.h"
 #include "support/shared.h"
+#include "tokenizer/test_vocabs.h"
 #include "tokenizer/tokenizer.h"
 
 extern char** environ;
@@ -61,6 +62,7 @@ RunResult run_quip(const std::vector<std::string>& args, const testing::RunOptio
 }
 
 using testing::write_bytes;
+using tokenizer::test_vocabs::shared_tokenizer;
 
 std::string show(const std::vector<TokenId>& ids) {
   std::string s;
@@ -69,25 +71,6 @@ std::string show(const std::vector<TokenId>& ids) {
     s += std::to_string(ids[i]);
   }
   return s;
-}
-
-// Tokenizers of shared files, each loaded once for the whole test program.
-const Tokenizer* library_tokenizer(const fs::path& path) {
-  static std::map<std::string, std::unique_ptr<Tokenizer>> cache;
-  auto it = cache.find(path.string());
-  if (it != cache.end()) return it->second.get();
-  auto f = GgufFile::open(path.string());
-  if (!f) {
-    ADD_FAILURE() << f.error().message;
-    return nullptr;
-  }
-  auto t = Tokenizer::load(*f);
-  if (!t) {
-    ADD_FAILURE() << t.error().message;
-    return nullptr;
-  }
-  return cache.emplace(path.string(), std::make_unique<Tokenizer>(std::move(t).value()))
-      .first->second.get();
 }
 
 fs::path model(const char* name) {
@@ -161,7 +144,7 @@ TEST(TokenizeCli, IdsMatchTheLibrary) {
   for (const char* m : kModels) files.push_back(model(m));
   files.push_back(vocab("ggml-vocab-gpt-2.gguf"));
   for (const fs::path& path : files) {
-    const Tokenizer* t = library_tokenizer(path);
+    const Tokenizer* t = shared_tokenizer(path);
     ASSERT_NE(t, nullptr);
     for (const char* text : kTexts) {
       SCOPED_TRACE(path.filename().string() + ": '" + printable(text) + "'");
@@ -175,7 +158,7 @@ TEST(TokenizeCli, IdsMatchTheLibrary) {
 TEST(TokenizeCli, WordsAreJoinedBySpaces) {
   QUIP_REQUIRE_SHARED();
   const fs::path path = model("tiny-llama3-e64-q8_0.gguf");
-  const Tokenizer* t = library_tokenizer(path);
+  const Tokenizer* t = shared_tokenizer(path);
   ASSERT_NE(t, nullptr);
   const auto ids = cli_ids({"tokenize", "--ids", "-m", path.string(), "Hello", "big", "world"});
   ASSERT_TRUE(ids.has_value());
@@ -191,7 +174,7 @@ TEST(TokenizeCli, DashReadsStdin) {
   for (const fs::path& path :
        {model("tiny-llama-spm-e64-f16.gguf"), model("tiny-qwen2-e64-f16.gguf")}) {
     SCOPED_TRACE(path.filename().string());
-    const Tokenizer* t = library_tokenizer(path);
+    const Tokenizer* t = shared_tokenizer(path);
     ASSERT_NE(t, nullptr);
     const auto ids =
         cli_ids({"tokenize", "-m", path.string(), "--ids", "-"}, (dir / "input.txt").string());
@@ -203,7 +186,7 @@ TEST(TokenizeCli, DashReadsStdin) {
 TEST(TokenizeCli, NoBosDropsTheSpmBos) {
   QUIP_REQUIRE_SHARED();
   const fs::path path = model("tiny-llama-spm-e64-f16.gguf");
-  const Tokenizer* t = library_tokenizer(path);
+  const Tokenizer* t = shared_tokenizer(path);
   ASSERT_NE(t, nullptr);
   const auto with_bos = cli_ids({"tokenize", "-m", path.string(), "--ids", "Hello world"});
   const auto without =
@@ -219,7 +202,7 @@ TEST(TokenizeCli, NoBosDropsTheSpmBos) {
 TEST(TokenizeCli, ParseSpecialMatchesQwen2ControlTokens) {
   QUIP_REQUIRE_SHARED();
   const fs::path path = model("tiny-qwen2-e64-f16.gguf");
-  const Tokenizer* t = library_tokenizer(path);
+  const Tokenizer* t = shared_tokenizer(path);
   ASSERT_NE(t, nullptr);
   const TokenId im_start = t->vocab().find("<|im_start|>");
   ASSERT_NE(im_start, tokenizer::kNoToken);
@@ -246,7 +229,7 @@ TEST(TokenizeCli, ParseSpecialMatchesQwen2ControlTokens) {
 // Checks `quip tokenize` (without --ids) prints one line per token of `text`,
 // each the id, a tab and the token's bytes escaped; returns the lines.
 std::vector<std::string> expect_token_lines(const fs::path& path, const std::string& text) {
-  const Tokenizer* t = library_tokenizer(path);
+  const Tokenizer* t = shared_tokenizer(path);
   if (t == nullptr) return {};
   const std::vector<TokenId> ids = t->encode(text, {.parse_special = true});
   const std::vector<std::string> args = {"tokenize", "-m", path.string(), "--parse-special", text};
@@ -288,7 +271,7 @@ TEST(TokenizeCli, DefaultOutputIsOneLinePerToken) {
 TEST(TokenizeCli, NewlinesAndTabsInPiecesAreEscaped) {
   QUIP_REQUIRE_SHARED();
   const fs::path path = vocab("ggml-vocab-gpt-2.gguf");
-  const Tokenizer* t = library_tokenizer(path);
+  const Tokenizer* t = shared_tokenizer(path);
   ASSERT_NE(t, nullptr);
   const std::string text = "a\n\tb\n\nc\t\td";
   const std::vector<std::string> lines = expect_token_lines(path, text);

@@ -7,6 +7,9 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <filesystem>
+#include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -159,6 +162,25 @@ inline Keys tiny_bpe(std::vector<std::string> merges, const std::string& pre = "
         strings({"a", "b", std::string(kGpt2Space), "ab", "aa", "ba", "abab"}));
   k.set("tokenizer.ggml.merges", strings(std::move(merges)));
   return k;
+}
+
+// Tokenizers of shared files, each loaded once for the whole test program.
+inline const Tokenizer* shared_tokenizer(const std::filesystem::path& path) {
+  static std::map<std::string, std::unique_ptr<Tokenizer>> cache;
+  auto it = cache.find(path.string());
+  if (it != cache.end()) return it->second.get();
+  auto f = GgufFile::open(path.string());
+  if (!f) {
+    ADD_FAILURE() << f.error().message;
+    return nullptr;
+  }
+  auto t = Tokenizer::load(*f);
+  if (!t) {
+    ADD_FAILURE() << t.error().message;
+    return nullptr;
+  }
+  return cache.emplace(path.string(), std::make_unique<Tokenizer>(std::move(t).value()))
+      .first->second.get();
 }
 
 }  // namespace quip::tokenizer::test_vocabs

@@ -56,25 +56,6 @@ std::string vocab_test_name(const ::testing::TestParamInfo<const char*>& info) {
   return n;
 }
 
-// Tokenizers of shared files, each loaded once for the whole test program.
-const Tokenizer* shared_tokenizer(const fs::path& path) {
-  static std::map<std::string, std::unique_ptr<Tokenizer>> cache;
-  auto it = cache.find(path.string());
-  if (it != cache.end()) return it->second.get();
-  auto f = GgufFile::open(path.string());
-  if (!f) {
-    ADD_FAILURE() << f.error().message;
-    return nullptr;
-  }
-  auto t = Tokenizer::load(*f);
-  if (!t) {
-    ADD_FAILURE() << t.error().message;
-    return nullptr;
-  }
-  return cache.emplace(path.string(), std::make_unique<Tokenizer>(std::move(t).value()))
-      .first->second.get();
-}
-
 const std::string& war_and_peace() {
   static const std::string text =
       testing::read_file(testing::shared_dir() / "text" / "war-and-peace.txt");
