@@ -183,6 +183,18 @@ void scale_min_k4(int j, const uint8_t* q, uint8_t* d, uint8_t* m) {
   }
 }
 
+// The scale and min of groups g and g + 1 (a pair that shares 32 bytes of
+// qs, low nibbles then high) of a Q4_K / Q5_K block, times d and dmin.
+struct GroupPair {
+  float d1, m1, d2, m2;
+};
+GroupPair group_pair(int g, const uint8_t* scales, float d, float dmin) {
+  uint8_t sc1, mn1, sc2, mn2;
+  scale_min_k4(g, scales, &sc1, &mn1);
+  scale_min_k4(g + 1, scales, &sc2, &mn2);
+  return {d * sc1, dmin * mn1, d * sc2, dmin * mn2};
+}
+
 // 8 groups of 32: x = d * scale * q - dmin * min.
 void q4_k(const void* src, float* y, size_t n) {
   for (size_t i = 0; i < n / kSuper; ++i) {
@@ -190,13 +202,9 @@ void q4_k(const void* src, float* y, size_t n) {
     const float d = f16_to_f32(b.d), dmin = f16_to_f32(b.dmin);
     const uint8_t* q = b.qs;
     for (int g = 0; g < 8; g += 2, q += 32) {
-      uint8_t sc, m;
-      scale_min_k4(g, b.scales, &sc, &m);
-      const float d1 = d * sc, m1 = dmin * m;
-      scale_min_k4(g + 1, b.scales, &sc, &m);
-      const float d2 = d * sc, m2 = dmin * m;
-      for (int l = 0; l < 32; ++l) *y++ = d1 * static_cast<float>(q[l] & 0x0F) - m1;
-      for (int l = 0; l < 32; ++l) *y++ = d2 * static_cast<float>(q[l] >> 4) - m2;
+      const GroupPair p = group_pair(g, b.scales, d, dmin);
+      for (int l = 0; l < 32; ++l) *y++ = p.d1 * static_cast<float>(q[l] & 0x0F) - p.m1;
+      for (int l = 0; l < 32; ++l) *y++ = p.d2 * static_cast<float>(q[l] >> 4) - p.m2;
     }
   }
 }
@@ -208,17 +216,13 @@ void q5_k(const void* src, float* y, size_t n) {
     const float d = f16_to_f32(b.d), dmin = f16_to_f32(b.dmin);
     const uint8_t* q = b.qs;
     for (int g = 0; g < 8; g += 2, q += 32) {
-      uint8_t sc, m;
-      scale_min_k4(g, b.scales, &sc, &m);
-      const float d1 = d * sc, m1 = dmin * m;
-      scale_min_k4(g + 1, b.scales, &sc, &m);
-      const float d2 = d * sc, m2 = dmin * m;
+      const GroupPair p = group_pair(g, b.scales, d, dmin);
       const uint8_t u1 = static_cast<uint8_t>(1 << g), u2 = static_cast<uint8_t>(2 << g);
       for (int l = 0; l < 32; ++l) {
-        *y++ = d1 * static_cast<float>((q[l] & 0x0F) + ((b.qh[l] & u1) ? 16 : 0)) - m1;
+        *y++ = p.d1 * static_cast<float>((q[l] & 0x0F) + ((b.qh[l] & u1) ? 16 : 0)) - p.m1;
       }
       for (int l = 0; l < 32; ++l) {
-        *y++ = d2 * static_cast<float>((q[l] >> 4) + ((b.qh[l] & u2) ? 16 : 0)) - m2;
+        *y++ = p.d2 * static_cast<float>((q[l] >> 4) + ((b.qh[l] & u2) ? 16 : 0)) - p.m2;
       }
     }
   }
