@@ -118,11 +118,7 @@ void expect_bad_data(const fs::path& path) {
   for (const bool json : {false, true}) {
     std::vector<std::string> args = {"inspect", path.string()};
     if (json) args.push_back("--json");
-    const RunResult r = run_quip(args);
-    EXPECT_EQ(r.status, kExitBadData) << describe(args, r);
-    EXPECT_EQ(r.out, "") << describe(args, r);
-    EXPECT_EQ(count_lines(r.err), 1u) << describe(args, r);
-    EXPECT_TRUE(r.err.ends_with("\n")) << describe(args, r);
+    const RunResult r = testing::expect_failure(args, kExitBadData);
     EXPECT_NE(r.err.find(path.string()), std::string::npos) << describe(args, r);
   }
 }
@@ -182,11 +178,7 @@ TEST(InspectErrors, TheUnbrokenFileOpens) {
 // ---- Usage: exit 2 and one line on stderr; --help on stdout, exit 0 ---------
 
 void expect_usage_error(const std::vector<std::string>& args) {
-  const RunResult r = run_quip(args);
-  EXPECT_EQ(r.status, kExitUsage) << describe(args, r);
-  EXPECT_EQ(r.out, "") << describe(args, r);
-  EXPECT_EQ(count_lines(r.err), 1u) << describe(args, r);
-  EXPECT_TRUE(r.err.ends_with("\n")) << describe(args, r);
+  testing::expect_failure(args, kExitUsage);
 }
 
 TEST(InspectUsage, UnknownOptionExits2) {
@@ -220,10 +212,7 @@ TEST(InspectUsage, HelpPrintsUsageOnStdout) {
 
 TEST(InspectCli, UnknownCommandExits2) {
   const std::vector<std::string> args = {"nosuchcommand"};
-  const RunResult r = run_quip(args);
-  EXPECT_EQ(r.status, kExitUsage) << describe(args, r);
-  EXPECT_EQ(r.out, "");
-  EXPECT_EQ(count_lines(r.err), 1u) << describe(args, r);
+  const RunResult r = testing::expect_failure(args, kExitUsage);
   EXPECT_NE(r.err.find("nosuchcommand"), std::string::npos) << r.err;
 }
 
@@ -261,9 +250,7 @@ TEST(InspectOutput, PathWithNewlineStaysOnOneLine) {
   const fs::path path = dir / "two\nlines.gguf";
   write_bytes(path, {std::byte{'x'}});
   const std::vector<std::string> args = {"inspect", path.string()};
-  const RunResult r = run_quip(args);
-  EXPECT_EQ(r.status, kExitBadData) << describe(args, r);
-  EXPECT_EQ(count_lines(r.err), 1u) << describe(args, r);
+  const RunResult r = testing::expect_failure(args, kExitBadData);
   EXPECT_NE(r.err.find("two\\x0Alines.gguf"), std::string::npos) << r.err;
 }
 

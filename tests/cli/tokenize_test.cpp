@@ -297,11 +297,7 @@ TEST(TokenizeCli, NewlinesAndTabsInPiecesAreEscaped) {
 // ---- Usage errors: exit 2, one line on stderr -----------------------------------
 
 void expect_usage_error(const std::vector<std::string>& args) {
-  const RunResult r = run_quip(args);
-  EXPECT_EQ(r.status, kExitUsage) << describe(args, r);
-  EXPECT_EQ(r.out, "") << describe(args, r);
-  EXPECT_EQ(count_lines(r.err), 1u) << describe(args, r);
-  EXPECT_TRUE(r.err.ends_with("\n")) << describe(args, r);
+  testing::expect_failure(args, kExitUsage);
 }
 
 TEST(TokenizeCli, MissingModelOrTextExits2) {
@@ -330,11 +326,7 @@ TEST(TokenizeCli, HelpPrintsUsage) {
 
 void expect_bad_model(const fs::path& path, const std::string& also = "") {
   const std::vector<std::string> args = {"tokenize", "-m", path.string(), "hello"};
-  const RunResult r = run_quip(args);
-  EXPECT_EQ(r.status, kExitBadData) << describe(args, r);
-  EXPECT_EQ(r.out, "") << describe(args, r);
-  EXPECT_EQ(count_lines(r.err), 1u) << describe(args, r);
-  EXPECT_TRUE(r.err.ends_with("\n")) << describe(args, r);
+  const RunResult r = testing::expect_failure(args, kExitBadData);
   EXPECT_NE(r.err.find(path.string()), std::string::npos) << describe(args, r);
   if (!also.empty()) {
     EXPECT_NE(r.err.find(also), std::string::npos) << describe(args, r);

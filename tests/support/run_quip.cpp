@@ -82,6 +82,15 @@ std::string describe(const std::vector<std::string>& args, const RunResult& r) {
   return s + "\n  exit status " + std::to_string(r.status) + "\n  stderr: " + r.err;
 }
 
+RunResult expect_failure(const std::vector<std::string>& args, int status) {
+  const RunResult r = run_quip(args);
+  EXPECT_EQ(r.status, status) << describe(args, r);
+  EXPECT_EQ(r.out, "") << describe(args, r);
+  EXPECT_EQ(count_lines(r.err), 1u) << describe(args, r);
+  EXPECT_TRUE(r.err.ends_with("\n")) << describe(args, r);
+  return r;
+}
+
 size_t count_lines(std::string_view text) {
   return static_cast<size_t>(std::count(text.begin(), text.end(), '\n'));
 }

@@ -38,6 +38,10 @@ struct RunOptions {
 // Runs QUIP_BINARY with `args`; a start failure is a test failure.
 RunResult run_quip(const std::vector<std::string>& args, const RunOptions& options = {});
 
+// Runs quip and checks the error contract: exit status `status`, nothing on
+// stdout, exactly one line on stderr. Returns the run for further checks.
+RunResult expect_failure(const std::vector<std::string>& args, int status);
+
 // "quip 'arg' ...", the exit status and stderr, for failure messages.
 std::string describe(const std::vector<std::string>& args, const RunResult& r);
 
