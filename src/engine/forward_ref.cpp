@@ -20,8 +20,9 @@ std::vector<float> row(const Weight& w, uint64_t r) {
   return out;
 }
 
+// A vector weight as floats, or empty when the model lacks it.
 std::vector<float> vec(const Weight& w) {
-  return row(w, 0);
+  return w ? row(w, 0) : std::vector<float>();
 }
 
 float round_f16(float v) {
@@ -146,14 +147,21 @@ std::vector<double> log_softmax(std::span<const float> logits) {
 }
 
 ReferenceForward::ReferenceForward(const Model& model)
-    : m_(model), k_cache_(model.hparams().n_layer), v_cache_(model.hparams().n_layer) {}
+    : m_(model),
+      output_norm_(vec(model.output_norm())),
+      freq_factors_(vec(model.rope_freqs())),
+      k_cache_(model.hparams().n_layer),
+      v_cache_(model.hparams().n_layer) {
+  for (const Layer& l : model.layers()) {
+    layers_.push_back(LayerVectors{vec(l.attn_norm), vec(l.bq), vec(l.bk), vec(l.bv), vec(l.q_norm),
+                                   vec(l.k_norm), vec(l.ffn_norm)});
+  }
+}
 
 std::span<const float> ReferenceForward::step(int32_t token) {
   const Hparams& hp = m_.hparams();
   CHECK(token >= 0 && static_cast<uint32_t>(token) < hp.n_vocab);
   const uint32_t hd = hp.head_dim, kv_dim = hp.n_head_kv * hd, group = hp.n_head / hp.n_head_kv;
-  const std::vector<float> freq_factors =
-      m_.rope_freqs() ? vec(m_.rope_freqs()) : std::vector<float>();
 
   std::vector<float> x = row(m_.token_embd(), static_cast<uint64_t>(token));  // (n_embd)
   for (uint32_t il = 0; il < hp.n_layer; ++il) {
@@ -161,22 +169,23 @@ std::span<const float> ReferenceForward::step(int32_t token) {
 
     // Attention block.
     std::vector<float> h = x;
-    rms_norm(h, vec(l.attn_norm), hp.rms_eps);
+    const LayerVectors& lv = layers_[il];
+    rms_norm(h, lv.attn_norm, hp.rms_eps);
     std::vector<float> q = matvec(l.wq, h);  // (n_head * head_dim)
     std::vector<float> k = matvec(l.wk, h);  // (n_head_kv * head_dim)
     std::vector<float> v = matvec(l.wv, h);
-    if (l.bq) add(q, vec(l.bq));
-    if (l.bk) add(k, vec(l.bk));
-    if (l.bv) add(v, vec(l.bv));
+    if (!lv.bq.empty()) add(q, lv.bq);
+    if (!lv.bk.empty()) add(k, lv.bk);
+    if (!lv.bv.empty()) add(v, lv.bv);
     for (uint32_t hh = 0; hh < hp.n_head; ++hh) {
       std::span<float> head(q.data() + hh * hd, hd);
-      if (l.q_norm) rms_norm(head, vec(l.q_norm), hp.rms_eps);
-      rope(head, pos_, hp, m_.arch().rope, freq_factors);
+      if (!lv.q_norm.empty()) rms_norm(head, lv.q_norm, hp.rms_eps);
+      rope(head, pos_, hp, m_.arch().rope, freq_factors_);
     }
     for (uint32_t hh = 0; hh < hp.n_head_kv; ++hh) {
       std::span<float> head(k.data() + hh * hd, hd);
-      if (l.k_norm) rms_norm(head, vec(l.k_norm), hp.rms_eps);
-      rope(head, pos_, hp, m_.arch().rope, freq_factors);
+      if (!lv.k_norm.empty()) rms_norm(head, lv.k_norm, hp.rms_eps);
+      rope(head, pos_, hp, m_.arch().rope, freq_factors_);
     }
     // The cache holds half precision, as llama.cpp's (F16) does.
     for (float& e : k) e = round_f16(e);
@@ -222,13 +231,13 @@ std::span<const float> ReferenceForward::step(int32_t token) {
 
     // Feed-forward block: SwiGLU (Shazeer 2020), down(silu(gate(h)) * up(h)).
     h = x;
-    rms_norm(h, vec(l.ffn_norm), hp.rms_eps);
+    rms_norm(h, lv.ffn_norm, hp.rms_eps);
     std::vector<float> gate = matvec(l.w_gate, h);
     const std::vector<float> up = matvec(l.w_up, h);
     for (size_t i = 0; i < gate.size(); ++i) gate[i] = silu(gate[i]) * up[i];
     add(x, matvec(l.w_down, gate));
   }
-  rms_norm(x, vec(m_.output_norm()), hp.rms_eps);
+  rms_norm(x, output_norm_, hp.rms_eps);
   logits_ = matvec(m_.output(), x);
   ++pos_;
   return logits_;

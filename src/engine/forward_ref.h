@@ -29,7 +29,15 @@ class ReferenceForward {
   size_t position() const { return pos_; }
 
  private:
+  // The model's vectors (norm weights, biases), dequantized once; empty when
+  // the model has none.
+  struct LayerVectors {
+    std::vector<float> attn_norm, bq, bk, bv, q_norm, k_norm, ffn_norm;
+  };
+
   const Model& m_;
+  std::vector<LayerVectors> layers_;
+  std::vector<float> output_norm_, freq_factors_;
   size_t pos_ = 0;
   // KV cache: (layer, position, n_head_kv * head_dim), grown as tokens come.
   std::vector<std::vector<float>> k_cache_, v_cache_;
