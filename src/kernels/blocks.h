@@ -71,7 +71,23 @@ struct BlockIQ4_XS {
   uint8_t qs[kSuper / 2];
 };
 
+// The activation formats of ggml's integer dot products (its "vec_dot_type"
+// of each weight type): 8-bit blocks of 32 with a half-precision scale, plus
+// s = d * sum(qs) for the weights with an offset (Q4_1, Q5_1); 8-bit blocks
+// of 256 with a float scale and sums per 16 for the K-quants and IQ4_XS.
+struct BlockQ8_1 {
+  uint16_t d, s;
+  int8_t qs[kBlock];
+};
+struct BlockQ8_K {
+  float d;
+  int8_t qs[kSuper];
+  int16_t bsums[kSuper / 16];
+};
+
 static_assert(sizeof(BlockQ4_0) == 18);
+static_assert(sizeof(BlockQ8_1) == 36);
+static_assert(sizeof(BlockQ8_K) == 292);
 static_assert(sizeof(BlockQ4_1) == 20);
 static_assert(sizeof(BlockQ5_0) == 22);
 static_assert(sizeof(BlockQ5_1) == 24);

@@ -1,0 +1,286 @@
+#include "kernels/dot.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "base/check.h"
+#include "kernels/blocks.h"
+#include "kernels/dequantize.h"
+#include "kernels/dot_x86.h"
+#include "kernels/half.h"
+
+namespace quip::kernels {
+
+namespace {
+
+using gguf::GgmlType;
+
+template <class Block>
+Block load(const void* src, size_t i) {
+  Block b;
+  std::memcpy(&b, static_cast<const char*>(src) + i * sizeof(Block), sizeof(Block));
+  return b;
+}
+
+template <class Block>
+void store(void* dst, size_t i, const Block& b) {
+  std::memcpy(static_cast<char*>(dst) + i * sizeof(Block), &b, sizeof(Block));
+}
+
+// Q8_0 and Q8_1 as ggml's x86 quantize_row_q8_0/q8_1 make them: d = amax /
+// 127, q = round-half-even(x * 127 / amax); Q8_1 adds s = d * sum(q).
+template <class Block>
+void to_q8_32(const float* x, void* dst, size_t n) {
+  for (size_t i = 0; i < n / kBlock; ++i, x += kBlock) {
+    float amax = 0;
+    for (int j = 0; j < kBlock; ++j) amax = std::max(amax, std::fabs(x[j]));
+    const float d = amax / 127.0f;
+    const float id = amax != 0 ? 127.0f / amax : 0.0f;
+    Block b{};
+    b.d = f32_to_f16(d);
+    int sum = 0;
+    for (int j = 0; j < kBlock; ++j) {
+      b.qs[j] = static_cast<int8_t>(std::nearbyint(x[j] * id));
+      sum += b.qs[j];
+    }
+    if constexpr (std::is_same_v<Block, BlockQ8_1>) b.s = f32_to_f16(d * static_cast<float>(sum));
+    store(dst, i, b);
+  }
+}
+
+// Q8_K as ggml's quantize_row_q8_K_ref: the element of largest magnitude
+// maps to -127, d = 1 / scale, and sums of each 16 quants for the K-quants'
+// minimums.
+void to_q8_k(const float* x, void* dst, size_t n) {
+  for (size_t i = 0; i < n / kSuper; ++i, x += kSuper) {
+    float max = 0, amax = 0;
+    for (int j = 0; j < kSuper; ++j) {
+      if (std::fabs(x[j]) > amax) amax = std::fabs(x[j]), max = x[j];
+    }
+    BlockQ8_K b{};
+    if (amax != 0) {
+      const float iscale = -127.0f / max;
+      for (int j = 0; j < kSuper; ++j) {
+        b.qs[j] = static_cast<int8_t>(std::min(127.0f, std::nearbyint(iscale * x[j])));
+      }
+      for (int g = 0; g < kSuper / 16; ++g) {
+        int sum = 0;
+        for (int j = 0; j < 16; ++j) sum += b.qs[16 * g + j];
+        b.bsums[g] = static_cast<int16_t>(sum);
+      }
+      b.d = 1.0f / iscale;
+    }
+    store(dst, i, b);
+  }
+}
+
+void to_bf16(const float* x, void* dst, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    const uint32_t bits = bits_from_f32(x[i]);
+    // Round to nearest even, quieting NaNs, as ggml's GGML_FP32_TO_BF16.
+    const auto h = (bits & 0x7FFFFFFF) > 0x7F800000
+                       ? static_cast<uint16_t>((bits >> 16) | 64)
+                       : static_cast<uint16_t>((bits + (0x7FFF + ((bits >> 16) & 1))) >> 16);
+    std::memcpy(static_cast<char*>(dst) + 2 * i, &h, 2);
+  }
+}
+
+// An operand row as floats: what the reference dot multiplies.
+void operand_to_floats(GgmlType operand, const void* a, float* y, size_t n) {
+  switch (operand) {
+    case GgmlType::Q8_1:
+      for (size_t i = 0; i < n / kBlock; ++i) {
+        const auto b = load<BlockQ8_1>(a, i);
+        for (int j = 0; j < kBlock; ++j) y[i * kBlock + j] = f16_to_f32(b.d) * b.qs[j];
+      }
+      return;
+    case GgmlType::Q8_K:
+      for (size_t i = 0; i < n / kSuper; ++i) {
+        const auto b = load<BlockQ8_K>(a, i);
+        for (int j = 0; j < kSuper; ++j) y[i * kSuper + j] = b.d * b.qs[j];
+      }
+      return;
+    default: dequantize_row(operand, a, y, n);
+  }
+}
+
+// Q4_1 and Q5_1 keep their offset m out of the products, as ggml does:
+// dot = sum over blocks of d * d8 * sum(q * q8) + m * s8.
+template <GgmlType kType>
+float dot_with_offset(size_t n, const void* w, const void* a) {
+  double sum = 0;
+  for (size_t i = 0; i < n / kBlock; ++i) {
+    const auto y = load<BlockQ8_1>(a, i);
+    int sumi = 0;
+    float d, m;
+    if constexpr (kType == GgmlType::Q4_1) {
+      const auto x = load<BlockQ4_1>(w, i);
+      for (int j = 0; j < kBlock / 2; ++j) {
+        sumi += (x.qs[j] & 0x0F) * y.qs[j] + (x.qs[j] >> 4) * y.qs[j + kBlock / 2];
+      }
+      d = f16_to_f32(x.d), m = f16_to_f32(x.m);
+    } else {
+      const auto x = load<BlockQ5_1>(w, i);
+      uint32_t qh;
+      std::memcpy(&qh, x.qh, 4);
+      for (int j = 0; j < kBlock / 2; ++j) {
+        const int lo = (x.qs[j] & 0x0F) | (((qh >> j) & 1) << 4);
+        const int hi = (x.qs[j] >> 4) | (((qh >> (j + 16)) & 1) << 4);
+        sumi += lo * y.qs[j] + hi * y.qs[j + kBlock / 2];
+      }
+      d = f16_to_f32(x.d), m = f16_to_f32(x.m);
+    }
+    sum += double{d * f16_to_f32(y.d)} * sumi + double{m} * f16_to_f32(y.s);
+  }
+  return static_cast<float>(sum);
+}
+
+// The reference: both rows as floats, summed in double.
+template <GgmlType kType>
+void dot_reference(size_t n, const void* w, const void* a, size_t a_stride, float* out, int ncols) {
+  const GgmlType operand = operand_type(kType);
+  if constexpr (kType == GgmlType::Q4_1 || kType == GgmlType::Q5_1) {
+    for (int c = 0; c < ncols; ++c) {
+      out[c] = dot_with_offset<kType>(n, w, static_cast<const char*>(a) + c * a_stride);
+    }
+    return;
+  }
+  thread_local std::vector<float> wf, af;
+  wf.resize(n), af.resize(n);
+  dequantize_row(kType, w, wf.data(), n);
+  for (int c = 0; c < ncols; ++c) {
+    operand_to_floats(operand, static_cast<const char*>(a) + c * a_stride, af.data(), n);
+    double sum = 0;
+    for (size_t i = 0; i < n; ++i) sum += double{wf[i]} * af[i];
+    out[c] = static_cast<float>(sum);
+  }
+}
+
+struct TypeEntry {
+  GgmlType weight, operand;
+  DotFn reference;
+};
+
+constexpr TypeEntry kTypes[] = {
+    {GgmlType::F32, GgmlType::F32, dot_reference<GgmlType::F32>},
+    {GgmlType::F16, GgmlType::F16, dot_reference<GgmlType::F16>},
+    {GgmlType::BF16, GgmlType::BF16, dot_reference<GgmlType::BF16>},
+    {GgmlType::Q8_0, GgmlType::Q8_0, dot_reference<GgmlType::Q8_0>},
+    {GgmlType::Q4_0, GgmlType::Q8_0, dot_reference<GgmlType::Q4_0>},
+    {GgmlType::Q4_1, GgmlType::Q8_1, dot_reference<GgmlType::Q4_1>},
+    {GgmlType::Q5_0, GgmlType::Q8_0, dot_reference<GgmlType::Q5_0>},
+    {GgmlType::Q5_1, GgmlType::Q8_1, dot_reference<GgmlType::Q5_1>},
+    {GgmlType::IQ4_NL, GgmlType::Q8_0, dot_reference<GgmlType::IQ4_NL>},
+    {GgmlType::Q2_K, GgmlType::Q8_K, dot_reference<GgmlType::Q2_K>},
+    {GgmlType::Q3_K, GgmlType::Q8_K, dot_reference<GgmlType::Q3_K>},
+    {GgmlType::Q4_K, GgmlType::Q8_K, dot_reference<GgmlType::Q4_K>},
+    {GgmlType::Q5_K, GgmlType::Q8_K, dot_reference<GgmlType::Q5_K>},
+    {GgmlType::Q6_K, GgmlType::Q8_K, dot_reference<GgmlType::Q6_K>},
+    {GgmlType::IQ4_XS, GgmlType::Q8_K, dot_reference<GgmlType::IQ4_XS>},
+};
+
+const TypeEntry* find(GgmlType weight) {
+  for (const TypeEntry& e : kTypes) {
+    if (e.weight == weight) return &e;
+  }
+  return nullptr;
+}
+
+DotFn fast_dot(GgmlType weight, Isa isa) {
+  switch (isa) {
+    case Isa::Reference: return nullptr;
+    case Isa::Avx2: return avx2::dot_function(weight);
+    case Isa::Avx512: return avx512::dot_function(weight);
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+std::string_view isa_name(Isa isa) {
+  switch (isa) {
+    case Isa::Reference: return "ref";
+    case Isa::Avx2: return "avx2";
+    case Isa::Avx512: return "avx512";
+  }
+  return "?";
+}
+
+Isa detected_isa() {
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+                    __builtin_cpu_supports("f16c");
+  const bool avx512 = avx2 && __builtin_cpu_supports("avx512f") &&
+                      __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+                      __builtin_cpu_supports("avx512vnni");
+  if (avx512) return Isa::Avx512;
+  if (avx2) return Isa::Avx2;
+#endif
+  return Isa::Reference;
+}
+
+Result<Isa> chosen_isa() {
+  const Isa best = detected_isa();
+  const char* env = std::getenv("QUIP_KERNELS");
+  if (env == nullptr || *env == '\0') return best;
+  for (Isa isa : {Isa::Reference, Isa::Avx2, Isa::Avx512}) {
+    if (isa_name(isa) != env) continue;
+    if (static_cast<int>(isa) > static_cast<int>(best)) {
+      return Error{"QUIP_KERNELS=" + std::string(env) + ": this CPU supports at most " +
+                   std::string(isa_name(best))};
+    }
+    return isa;
+  }
+  return Error{"QUIP_KERNELS='" + std::string(env) + "' is not one of ref, avx2, avx512"};
+}
+
+bool has_dot(GgmlType weight) {
+  return find(weight) != nullptr;
+}
+
+GgmlType operand_type(GgmlType weight) {
+  const TypeEntry* e = find(weight);
+  CHECK(e != nullptr);
+  return e->operand;
+}
+
+size_t row_bytes(GgmlType type, size_t n) {
+  const gguf::TypeTraits t = gguf::traits(type);
+  CHECK(n % t.block_size == 0);
+  return n / t.block_size * t.block_bytes;
+}
+
+void to_operand(GgmlType operand, const float* x, void* dst, size_t n) {
+  switch (operand) {
+    case GgmlType::F32: std::memcpy(dst, x, n * sizeof(float)); return;
+    case GgmlType::F16:
+      for (size_t i = 0; i < n; ++i) {
+        const uint16_t h = f32_to_f16(x[i]);
+        std::memcpy(static_cast<char*>(dst) + 2 * i, &h, 2);
+      }
+      return;
+    case GgmlType::BF16: to_bf16(x, dst, n); return;
+    case GgmlType::Q8_0: to_q8_32<BlockQ8_0>(x, dst, n); return;
+    case GgmlType::Q8_1: to_q8_32<BlockQ8_1>(x, dst, n); return;
+    case GgmlType::Q8_K: to_q8_k(x, dst, n); return;
+    default: CHECK(false && "not an operand type");
+  }
+}
+
+DotFn dot_function(GgmlType weight, Isa isa) {
+  const TypeEntry* e = find(weight);
+  CHECK(e != nullptr);
+  const DotFn fast = fast_dot(weight, isa);
+  return fast != nullptr ? fast : e->reference;
+}
+
+bool has_fast_dot(GgmlType weight, Isa isa) {
+  return fast_dot(weight, isa) != nullptr;
+}
+
+}  // namespace quip::kernels

@@ -1,0 +1,72 @@
+// Dot products of weight rows with activations: the inner loop of every
+// matrix multiplication in the forward pass.
+//
+// As in ggml, activations are first converted to the weight type's
+// "operand" format (ggml's vec_dot_type): 8-bit blocks (Q8_0, Q8_1, Q8_K)
+// for the quantized types, half or bfloat16 for F16 and BF16 weights, floats
+// for F32. The integer parts of a quantized dot product are then exact, and
+// the results stay within llama.cpp's rounding of the same computation.
+//
+// Each instruction set has a table of dot functions, one per weight type:
+// the scalar reference (always compiled, written for clarity, used for
+// every type a faster table lacks) and the AVX2 and AVX-512 variants
+// (dot_x86.inc, compiled once per instruction set with per-file flags). The
+// table is chosen once at run time from the CPU's features; QUIP_KERNELS=ref
+// (or avx2, avx512) forces one. Kernels are pure: pointers and sizes in, no
+// allocation (beyond a per-thread scratch row in the reference), no threads.
+#pragma once
+
+#include <cstddef>
+#include <string_view>
+
+#include "base/result.h"
+#include "gguf/types.h"
+
+namespace quip::kernels {
+
+enum class Isa { Reference, Avx2, Avx512 };
+
+std::string_view isa_name(Isa isa);
+
+// The best instruction set this CPU and OS support.
+Isa detected_isa();
+
+// detected_isa(), unless QUIP_KERNELS names another ("ref", "avx2",
+// "avx512"). Errors name the value and the choices, or the instruction set
+// the CPU lacks.
+Result<Isa> chosen_isa();
+
+// The operand format of weights of `type` (see above).
+// PRECONDITIONS: has_dot(type).
+gguf::GgmlType operand_type(gguf::GgmlType weight);
+
+// Whether quip can multiply weights of `type`.
+bool has_dot(gguf::GgmlType weight);
+
+// Bytes of n values of `type` (a tensor or operand type).
+// PRECONDITIONS: n is a multiple of the type's block size.
+size_t row_bytes(gguf::GgmlType type, size_t n);
+
+// Converts n floats to operand format `operand` (Q8_0, Q8_1 or Q8_K with the
+// rounding of ggml's x86 quantizers; F16 and BF16 rounding to nearest even;
+// F32 copied).
+// PRECONDITIONS: n a multiple of the operand's block size; dst has
+// row_bytes(operand, n) bytes.
+void to_operand(gguf::GgmlType operand, const float* x, void* dst, size_t n);
+
+// out[c] = dot(w, a + c * a_stride) for c in [0, ncols): one weight row of
+// n values against ncols operand rows. Computing several columns per call
+// lets a kernel decode each weight block once.
+// PRECONDITIONS: 1 <= ncols <= kMaxCols; n a multiple of the block size.
+using DotFn = void (*)(size_t n, const void* w, const void* a, size_t a_stride, float* out,
+                       int ncols);
+inline constexpr int kMaxCols = 4;
+
+// The dot function for weights of `type` on `isa` (the reference when that
+// instruction set has no faster one). PRECONDITIONS: has_dot(type).
+DotFn dot_function(gguf::GgmlType weight, Isa isa);
+
+// Whether `isa` has its own (not the reference) kernel for `type`.
+bool has_fast_dot(gguf::GgmlType weight, Isa isa);
+
+}  // namespace quip::kernels

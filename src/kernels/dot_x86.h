@@ -1,0 +1,15 @@
+// The x86 dot-product tables (dot_x86.inc), one per instruction set. Each
+// returns nullptr for a type it has no kernel for, and on other CPUs
+// families, where the files compile to nothing but that.
+#pragma once
+
+#include "kernels/dot.h"
+
+namespace quip::kernels {
+namespace avx2 {
+DotFn dot_function(gguf::GgmlType weight);
+}
+namespace avx512 {
+DotFn dot_function(gguf::GgmlType weight);
+}
+}  // namespace quip::kernels
