@@ -1,6 +1,10 @@
-// Reference quantization: floats to the blocks of a tensor type, with the
-// rounding rules of ggml's reference quantizers (quantize_row_*_ref), so that
-// quantizing what a llama.cpp file dequantizes to gives back its blocks.
+// Reference quantization: floats to the blocks of a tensor type, by the
+// algorithms of ggml's reference quantizers (quantize_row_*_ref, which
+// llama.cpp's quantizer runs when it has no importance matrix), bit for bit:
+// the same floats give the same bytes. For the one-scale formats (Q8_0, Q4_0,
+// Q5_0) quantizing what a llama.cpp file dequantizes to gives back its
+// blocks; for the K-quants (Q4_K, Q6_K), whose scales come from a search, it
+// gives back nearly all of them.
 // Used by tools (quip-synth) and tests; pure, no allocation.
 #pragma once
 
