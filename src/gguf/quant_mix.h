@@ -1,0 +1,44 @@
+// The per-tensor types of llama.cpp's mixed file types: which tensor type
+// llama.cpp's quantizer (llama_tensor_get_type in src/llama-quant.cpp) gives
+// each tensor of a model when asked for a file type such as Q4_K_M. Used by
+// quip-synth to write files with the type mix of real downloads.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "gguf/types.h"
+
+namespace quip::gguf {
+
+// general.file_type of a Q4_K_M file (LLAMA_FTYPE_MOSTLY_Q4_K_M).
+inline constexpr uint32_t kFileTypeQ4_K_M = 15;
+
+// A tensor as llama.cpp's type choice sees it.
+struct MixTensor {
+  std::string_view name;  // GGUF name: "token_embd.weight", "blk.3.ffn_down.weight"
+  uint32_t layer;         // N of "blk.N."; ignored for tensors outside the blocks
+  uint32_t n_dims;        // 1 for norms and biases
+  uint64_t n_in;          // row length: the first dimension
+};
+
+// The type of `t` in a Q4_K_M file of a model with n_layer blocks, where
+// has_output says whether the model has its own output.weight (false: the
+// output is tied to token_embd.weight). As llama.cpp without an importance
+// matrix or overrides, for models with separate Q, K, V projections and no
+// experts (llama, qwen2, qwen3; llama.cpp has further rules for Falcon, 70B
+// models, fused QKV and experts):
+//   output.weight, or token_embd.weight when tied: Q6_K
+//   attn_v.weight and ffn_down: Q6_K in the layers use_more_bits picks, else Q4_K
+//   every other weight of two or more dimensions: Q4_K
+// then, where n_in is not a multiple of 256, Q4_K becomes Q5_0 and Q6_K
+// Q8_0 (F16 where n_in is not a multiple of 32 either). Tensors llama.cpp
+// does not quantize (one dimension, norms, names not ending in "weight")
+// keep their type, which is F32 in the files quip-synth writes: F32 here.
+GgmlType q4_k_m_type(const MixTensor& t, uint32_t n_layer, bool has_output);
+
+// llama.cpp's use_more_bits: the first and last eighth of the layers and
+// every third one between them get more bits in the _M mixes.
+bool use_more_bits(uint32_t layer, uint32_t n_layer);
+
+}  // namespace quip::gguf
