@@ -2,14 +2,19 @@
 // ones, so speed and memory can be measured at realistic scale without
 // downloads (not a user command).
 //
-//   quip-synth SHAPE OUT.gguf [--type f32|f16|q8_0|q4_0] [--seed N]
+//   quip-synth SHAPE OUT.gguf [--type f32|f16|q8_0|q4_0|q4_k_m] [--seed N]
 //
 // SHAPE: tiny (a 2-layer llama, n_embd 64, F32 by default), qwen2.5-0.5b,
 // llama-3.2-1b, qwen2.5-7b (their published hyper-parameters). Weights are
 // uniform with the standard deviation of a 0.02 normal, quantized with
-// quip's reference quantizers; norms are ones and stay F32. The vocabulary
-// is byte-level BPE with no merges: 256 byte tokens, then control tokens up
-// to the real vocabulary size. (q4_k_m awaits the K-quant quantizers.)
+// quip's reference quantizers (the same bytes as llama.cpp's for the same
+// floats); norms are ones and biases small, both F32. f32 to q4_0 give every
+// matrix that type; q4_k_m gives each matrix the type llama.cpp's Q4_K_M
+// gives it (gguf/quant_mix.h): Q4_K, Q6_K for the output and for attn_v and
+// ffn_down in some layers, Q5_0 and Q8_0 in their place where rows are not
+// multiples of 256 (most of Qwen2.5-0.5B, all of tiny). The vocabulary is
+// byte-level BPE with no merges: 256 byte tokens, then control tokens up to
+// the real vocabulary size.
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -20,6 +25,7 @@
 #include <vector>
 
 #include "gguf/keys.h"
+#include "gguf/quant_mix.h"
 #include "gguf/types.h"
 #include "gguf/writer.h"
 #include "kernels/quantize.h"
@@ -48,6 +54,12 @@ constexpr Shape kShapes[] = {
      GgmlType::Q8_0},
     {"qwen2.5-7b", "qwen2", 3584, 28, 28, 4, 18944, 152064, 32768, 1e6f, 1e-6f, false,
      GgmlType::Q4_0},
+};
+
+// What --type asked for: one type for every matrix, or llama.cpp's Q4_K_M mix.
+struct WeightTypes {
+  GgmlType uniform;  // when !q4_k_m
+  bool q4_k_m;
 };
 
 // llama.cpp's general.file_type for an all-one-type file.
@@ -103,13 +115,14 @@ void add_vocabulary(GgufWriter& w, const Shape& s) {
   w.set(std::string(k::kEosTokenId), uint32_t{258});
 }
 
-int write_model(const Shape& s, GgmlType type, const std::string& path, uint64_t seed) {
+int write_model(const Shape& s, WeightTypes weights, const std::string& path, uint64_t seed) {
   namespace k = quip::gguf::keys;
   const std::string arch(s.arch);
   GgufWriter w;
   w.set(std::string(k::kArchitecture), arch);
   w.set(std::string(k::kName), "quip-synth " + std::string(s.name) + " (random weights)");
-  w.set(std::string(k::kFileType), file_type(type));
+  w.set(std::string(k::kFileType),
+        weights.q4_k_m ? quip::gguf::kFileTypeQ4_K_M : file_type(weights.uniform));
   w.set(k::arch_key(arch, k::kContextLength), s.n_ctx);
   w.set(k::arch_key(arch, k::kEmbeddingLength), s.n_embd);
   w.set(k::arch_key(arch, k::kBlockCount), s.n_layer);
@@ -121,10 +134,14 @@ int write_model(const Shape& s, GgmlType type, const std::string& path, uint64_t
   add_vocabulary(w, s);
 
   const auto f32 = static_cast<uint32_t>(GgmlType::F32);
-  const quip::gguf::TypeTraits traits = quip::gguf::traits(type);
   uint64_t tensor_seed = seed;
-  // A matrix of n_out rows of n_in values in `type`, filled at write time.
-  const auto matrix = [&](const std::string& name, uint64_t n_in, uint64_t n_out) {
+  // A matrix of n_out rows of n_in values, of layer `layer` (where it is in
+  // one), in the type `weights` gives it, filled at write time.
+  const auto matrix = [&](const std::string& name, uint32_t layer, uint64_t n_in, uint64_t n_out) {
+    const GgmlType type = weights.q4_k_m
+                              ? quip::gguf::q4_k_m_type({name, layer, 2, n_in}, s.n_layer, !s.tied)
+                              : weights.uniform;
+    const quip::gguf::TypeTraits traits = quip::gguf::traits(type);
     const uint64_t row_bytes = n_in / traits.block_size * traits.block_bytes;
     w.add_generated_tensor(name, static_cast<uint32_t>(type), {n_in, n_out}, row_bytes * n_out,
                            [=, seed = tensor_seed++](std::span<std::byte> out) {
@@ -155,25 +172,25 @@ int write_model(const Shape& s, GgmlType type, const std::string& path, uint64_t
 
   const uint64_t head_dim = s.n_embd / s.n_head;
   const uint64_t kv = head_dim * s.n_head_kv;
-  matrix("token_embd.weight", s.n_embd, s.n_vocab);
+  matrix("token_embd.weight", 0, s.n_embd, s.n_vocab);
   ones("output_norm.weight", s.n_embd);
-  if (!s.tied) matrix("output.weight", s.n_embd, s.n_vocab);
+  if (!s.tied) matrix("output.weight", 0, s.n_embd, s.n_vocab);
   for (uint32_t l = 0; l < s.n_layer; ++l) {
     const std::string b = "blk." + std::to_string(l) + ".";
     ones(b + "attn_norm.weight", s.n_embd);
-    matrix(b + "attn_q.weight", s.n_embd, s.n_embd);
-    matrix(b + "attn_k.weight", s.n_embd, kv);
-    matrix(b + "attn_v.weight", s.n_embd, kv);
+    matrix(b + "attn_q.weight", l, s.n_embd, s.n_embd);
+    matrix(b + "attn_k.weight", l, s.n_embd, kv);
+    matrix(b + "attn_v.weight", l, s.n_embd, kv);
     if (s.arch == "qwen2") {
       small(b + "attn_q.bias", s.n_embd);
       small(b + "attn_k.bias", kv);
       small(b + "attn_v.bias", kv);
     }
-    matrix(b + "attn_output.weight", s.n_embd, s.n_embd);
+    matrix(b + "attn_output.weight", l, s.n_embd, s.n_embd);
     ones(b + "ffn_norm.weight", s.n_embd);
-    matrix(b + "ffn_gate.weight", s.n_embd, s.n_ff);
-    matrix(b + "ffn_up.weight", s.n_embd, s.n_ff);
-    matrix(b + "ffn_down.weight", s.n_ff, s.n_embd);
+    matrix(b + "ffn_gate.weight", l, s.n_embd, s.n_ff);
+    matrix(b + "ffn_up.weight", l, s.n_embd, s.n_ff);
+    matrix(b + "ffn_down.weight", l, s.n_ff, s.n_embd);
   }
   if (auto r = w.write(path); !r) {
     std::fprintf(stderr, "quip-synth: %s\n", r.error().message.c_str());
@@ -184,7 +201,7 @@ int write_model(const Shape& s, GgmlType type, const std::string& path, uint64_t
 
 int usage() {
   std::fputs(
-      "usage: quip-synth SHAPE OUT.gguf [--type f32|f16|q8_0|q4_0] [--seed N]\n"
+      "usage: quip-synth SHAPE OUT.gguf [--type f32|f16|q8_0|q4_0|q4_k_m] [--seed N]\n"
       "SHAPE: tiny, qwen2.5-0.5b, llama-3.2-1b, qwen2.5-7b\n",
       stderr);
   return 2;
@@ -202,19 +219,21 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "quip-synth: unknown shape '%s'\n", argv[1]);
     return usage();
   }
-  GgmlType type = shape->default_type;
+  WeightTypes weights{shape->default_type, false};
   uint64_t seed = 42;
   for (int i = 3; i < argc; i += 2) {
     if (i + 1 >= argc) return usage();
     const std::string_view flag = argv[i], value = argv[i + 1];
     if (flag == "--type") {
       const std::optional<GgmlType> t = quip::gguf::type_from_name(value);
-      if (!t || !quip::kernels::can_quantize(*t)) {
-        std::fprintf(stderr, "quip-synth: type '%s' is not one of f32, f16, q8_0, q4_0\n",
+      const bool uniform =
+          t == GgmlType::F32 || t == GgmlType::F16 || t == GgmlType::Q8_0 || t == GgmlType::Q4_0;
+      if (!uniform && value != "q4_k_m") {
+        std::fprintf(stderr, "quip-synth: type '%s' is not one of f32, f16, q8_0, q4_0, q4_k_m\n",
                      argv[i + 1]);
         return 2;
       }
-      type = *t;
+      weights = uniform ? WeightTypes{*t, false} : WeightTypes{GgmlType::F32, true};
     } else if (flag == "--seed") {
       char* end = nullptr;
       seed = std::strtoull(argv[i + 1], &end, 10);
@@ -223,5 +242,5 @@ int main(int argc, char** argv) {
       return usage();
     }
   }
-  return write_model(*shape, type, argv[2], seed);
+  return write_model(*shape, weights, argv[2], seed);
 }

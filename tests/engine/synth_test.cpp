@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <string>
 
 #include "engine/forward_ref.h"
@@ -27,7 +28,7 @@ fs::path synth(const std::string& shape, const std::string& type) {
 }
 
 TEST(Synth, TinyModelLoadsAndRuns) {
-  for (const char* type : {"", "f16", "q8_0", "q4_0"}) {
+  for (const char* type : {"", "f16", "q8_0", "q4_0", "q4_k_m"}) {
     SCOPED_TRACE(type);
     const fs::path path = synth("tiny", type);
     auto f = gguf::GgufFile::open(path.string());
@@ -42,6 +43,39 @@ TEST(Synth, TinyModelLoadsAndRuns) {
     }
     fs::remove(path);
   }
+}
+
+// tiny has n_embd 64 and n_ff 128: no row is a whole 256-element
+// super-block, so llama.cpp's Q4_K_M falls back everywhere: Q6_K (output,
+// attn_v and ffn_down of layer 1, which use_more_bits picks of 2) becomes
+// Q8_0, Q4_K becomes Q5_0. The mix without the fallback is tested in
+// gguf/quant_mix_test.cpp.
+TEST(Synth, TinyQ4_K_MHasLlamaCppsTypesPerTensor) {
+  const fs::path path = synth("tiny", "q4_k_m");
+  auto f = gguf::GgufFile::open(path.string());
+  ASSERT_TRUE(f.ok()) << f.error().message;
+  auto file_type = f->get<uint32_t>("general.file_type");
+  ASSERT_TRUE(file_type.ok()) << file_type.error().message;
+  EXPECT_EQ(*file_type, 15u);  // LLAMA_FTYPE_MOSTLY_Q4_K_M
+  const std::map<std::string, std::string> expected = {
+      {"token_embd.weight", "Q5_0"},        {"output.weight", "Q8_0"},
+      {"output_norm.weight", "F32"},        {"blk.0.attn_norm.weight", "F32"},
+      {"blk.0.attn_q.weight", "Q5_0"},      {"blk.0.attn_k.weight", "Q5_0"},
+      {"blk.0.attn_v.weight", "Q5_0"},      {"blk.0.attn_output.weight", "Q5_0"},
+      {"blk.0.ffn_norm.weight", "F32"},     {"blk.0.ffn_gate.weight", "Q5_0"},
+      {"blk.0.ffn_up.weight", "Q5_0"},      {"blk.0.ffn_down.weight", "Q5_0"},
+      {"blk.1.attn_norm.weight", "F32"},    {"blk.1.attn_q.weight", "Q5_0"},
+      {"blk.1.attn_k.weight", "Q5_0"},      {"blk.1.attn_v.weight", "Q8_0"},
+      {"blk.1.attn_output.weight", "Q5_0"}, {"blk.1.ffn_norm.weight", "F32"},
+      {"blk.1.ffn_gate.weight", "Q5_0"},    {"blk.1.ffn_up.weight", "Q5_0"},
+      {"blk.1.ffn_down.weight", "Q8_0"},
+  };
+  std::map<std::string, std::string> actual;
+  for (const gguf::TensorInfo& t : f->tensors()) {
+    actual[std::string(t.name)] = std::string(t.type.name);
+  }
+  EXPECT_EQ(actual, expected);
+  fs::remove(path);
 }
 
 TEST(Synth, RealShapesHaveTheirParameterCounts) {
