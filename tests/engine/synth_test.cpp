@@ -1,6 +1,7 @@
 // quip-synth's models are real models to every layer: the GGUF reader, the
 // tokenizer and the engine load them, and the tiny one runs.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -76,6 +77,21 @@ TEST(Synth, TinyQ4_K_MHasLlamaCppsTypesPerTensor) {
   }
   EXPECT_EQ(actual, expected);
   fs::remove(path);
+}
+
+// q4_k and q6_k have quantizers now, but not every shape has rows of whole
+// super-blocks: only the documented types (and mixes) are accepted.
+TEST(Synth, RefusesTypesOutsideTheDocumentedSet) {
+  for (const char* type : {"q4_k", "q6_k", "q5_0", "q4_k_s"}) {
+    const fs::path out =
+        fs::temp_directory_path() / ("quip-synth-refused-" + std::to_string(::getpid()));
+    const std::string cmd = std::string(QUIP_SYNTH_BINARY) + " tiny " + out.string() + " --type " +
+                            type + " 2>/dev/null";
+    const int status = std::system(cmd.c_str());
+    ASSERT_TRUE(WIFEXITED(status)) << cmd;
+    EXPECT_EQ(WEXITSTATUS(status), 2) << cmd;
+    EXPECT_FALSE(fs::exists(out)) << cmd;
+  }
 }
 
 TEST(Synth, RealShapesHaveTheirParameterCounts) {
