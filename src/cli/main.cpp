@@ -9,6 +9,7 @@
 
 #include "base/text.h"
 #include "cli/exit_status.h"
+#include "cli/generate.h"
 #include "cli/inspect.h"
 #include "cli/tokenize.h"
 
@@ -33,6 +34,7 @@ constexpr Subcommand kSubcommands[] = {
 void print_help(std::ostream& out) {
   out << "quip: a local LLM for the Unix shell\n\n"
          "Usage:\n"
+         "  quip --raw -m MODEL [OPTIONS] PROMPT...   continue a prompt (see 'quip -m X --help')\n"
          "  quip COMMAND [OPTIONS]\n\n"
          "Commands:\n";
   for (const Subcommand& s : kSubcommands) {
@@ -59,8 +61,9 @@ int run(int argc, char** argv) {
       return s.run(args, std::cout, std::cerr);
     }
   }
-  std::cerr << "quip: unknown command '" << quip::printable(first) << "' (see 'quip --help')\n";
-  return kExitUsage;
+  // Anything else is a prompt with its options.
+  const std::vector<std::string> args(argv + 1, argv + argc);
+  return quip::cli::generate_main(args, std::cout, std::cerr);
 }
 
 // The exit status of a command that returned `status`, once its output is

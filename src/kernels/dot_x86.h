@@ -1,15 +1,18 @@
-// The x86 dot-product tables (dot_x86.inc), one per instruction set. Each
+// The x86 kernel tables (dot_x86.inc), one per instruction set. Each
 // returns nullptr for a type it has no kernel for, and on other CPUs
 // families, where the files compile to nothing but that.
 #pragma once
 
+#include "kernels/attention.h"
 #include "kernels/dot.h"
 
 namespace quip::kernels {
 namespace avx2 {
 DotFn dot_function(gguf::GgmlType weight);
-}
+AttendFn attend_function(size_t head_dim);
+}  // namespace avx2
 namespace avx512 {
 DotFn dot_function(gguf::GgmlType weight);
-}
+AttendFn attend_function(size_t head_dim);
+}  // namespace avx512
 }  // namespace quip::kernels

@@ -31,13 +31,26 @@ ThreadPool::ThreadPool(int n_threads) {
 }
 
 ThreadPool::~ThreadPool() {
+  stop_ = true;
   {
     std::lock_guard lock(mutex_);
-    stop_ = true;
+    ++generation_;
   }
   start_.notify_all();
   for (std::thread& t : workers_) t.join();
 }
+
+namespace {
+
+inline void pause() {
+#if defined(__x86_64__)
+  __builtin_ia32_pause();
+#endif
+}
+
+constexpr int kSpins = 1 << 14;  // about a millisecond of pause instructions
+
+}  // namespace
 
 void ThreadPool::run_range(int index) {
   const auto k = static_cast<size_t>(size());
@@ -49,17 +62,24 @@ void ThreadPool::run_range(int index) {
 void ThreadPool::work(int index) {
   uint64_t seen = 0;
   for (;;) {
-    {
+    int spins = 0;
+    while (generation_.load(std::memory_order_acquire) == seen && spins < kSpins) {
+      pause();
+      ++spins;
+    }
+    if (generation_.load(std::memory_order_acquire) == seen) {
+      // Sleep. sleeping_ is raised before generation_ is read again, and
+      // parallel_for bumps generation_ before it reads sleeping_, so one of
+      // the two sees the other (both sequentially consistent).
       std::unique_lock lock(mutex_);
-      start_.wait(lock, [&] { return stop_ || generation_ != seen; });
-      if (stop_) return;
-      seen = generation_;
+      ++sleeping_;
+      start_.wait(lock, [&] { return generation_.load() != seen; });
+      --sleeping_;
     }
+    if (stop_) return;
+    seen = generation_.load(std::memory_order_acquire);
     run_range(index);
-    {
-      std::lock_guard lock(mutex_);
-      if (--pending_ == 0) done_.notify_one();
-    }
+    pending_.fetch_sub(1, std::memory_order_acq_rel);
   }
 }
 
@@ -68,17 +88,22 @@ void ThreadPool::parallel_for(size_t n, const std::function<void(size_t, size_t)
     if (n > 0) fn(0, n);
     return;
   }
-  {
+  fn_ = &fn;
+  n_ = n;
+  pending_.store(static_cast<int>(workers_.size()), std::memory_order_relaxed);
+  generation_.fetch_add(1);  // publishes fn_ and n_
+  if (sleeping_.load() > 0) {
     std::lock_guard lock(mutex_);
-    fn_ = &fn;
-    n_ = n;
-    pending_ = static_cast<int>(workers_.size());
-    ++generation_;
+    start_.notify_all();
   }
-  start_.notify_all();
   run_range(0);
-  std::unique_lock lock(mutex_);
-  done_.wait(lock, [&] { return pending_ == 0; });
+  for (int spins = 0; pending_.load(std::memory_order_acquire) != 0; ++spins) {
+    if (spins < kSpins) {
+      pause();
+    } else {
+      std::this_thread::yield();
+    }
+  }
   fn_ = nullptr;
 }
 

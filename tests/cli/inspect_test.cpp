@@ -210,10 +210,12 @@ TEST(InspectUsage, HelpPrintsUsageOnStdout) {
   EXPECT_NE(r.out.find("--tensors"), std::string::npos) << r.out;
 }
 
-TEST(InspectCli, UnknownCommandExits2) {
+// A word that is not a command is a prompt: without a model that is a
+// usage error naming what is missing.
+TEST(InspectCli, PromptWithoutModelExits2) {
   const std::vector<std::string> args = {"nosuchcommand"};
   const RunResult r = testing::expect_failure(args, kExitUsage);
-  EXPECT_NE(r.err.find("nosuchcommand"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--model"), std::string::npos) << r.err;
 }
 
 TEST(InspectCli, NoCommandExits2) {

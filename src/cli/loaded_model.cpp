@@ -1,0 +1,26 @@
+#include "cli/loaded_model.h"
+
+#include "base/paths.h"
+#include "base/text.h"
+#include "kernels/dot.h"
+
+namespace quip::cli {
+
+Result<LoadedModel> load_model(const std::string& path) {
+  auto opened = gguf::GgufFile::open(path);
+  if (!opened) return opened.error();
+  auto file = std::make_unique<gguf::GgufFile>(std::move(*opened));
+  auto model = engine::Model::bind(*file);
+  if (!model) return model.error();
+  for (const gguf::TensorInfo& t : file->tensors()) {
+    if (t.n_dims >= 2 && !kernels::has_dot(t.type.type)) {
+      return Error{printable(path) + ": tensor '" + printable(t.name) + "' has type " +
+                   std::string(t.type.name) + ", which quip cannot run"};
+    }
+  }
+  auto tok = tokenizer::Tokenizer::load(*file, {.cache_dir = cache_dir()});
+  if (!tok) return tok.error();
+  return LoadedModel{std::move(file), std::move(*model), std::move(*tok)};
+}
+
+}  // namespace quip::cli

@@ -1,0 +1,288 @@
+#include "engine/forward.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "base/check.h"
+#include "kernels/dequantize.h"
+#include "kernels/half.h"
+
+namespace quip::engine {
+
+namespace {
+
+using gguf::GgmlType;
+
+// Row r of a weight as floats (an embedding lookup; a whole vector).
+void dequantize(const Weight& w, uint64_t r, float* out) {
+  const gguf::TensorInfo& t = *w.tensor;
+  const size_t bytes = kernels::row_bytes(t.type.type, w.n_in);
+  kernels::dequantize_row(t.type.type, t.data.data() + r * bytes, out, w.n_in);
+}
+
+std::vector<float> vec(const Weight& w) {
+  std::vector<float> out;
+  if (w) {
+    out.resize(w.n_in);
+    dequantize(w, 0, out.data());
+  }
+  return out;
+}
+
+// RMSNorm (Zhang & Sennrich 2019): x / sqrt(mean(x^2) + eps) * weight, the
+// sum of squares in double and the scale applied before the weight, as
+// ggml_compute_forward_rms_norm followed by ggml_mul.
+void rms_norm(const float* x, const float* weight, float* out, size_t n, float eps) {
+  double ss = 0;
+  for (size_t i = 0; i < n; ++i) ss += double{x[i]} * x[i];
+  const float scale = 1.0f / std::sqrt(static_cast<float>(ss / static_cast<double>(n)) + eps);
+  for (size_t i = 0; i < n; ++i) out[i] = (x[i] * scale) * weight[i];
+}
+
+float silu(float x) {
+  return x / (1.0f + std::exp(-x));
+}
+
+float round_f16(float v) {
+  return kernels::f16_to_f32(kernels::f32_to_f16(v));
+}
+
+}  // namespace
+
+Forward::Forward(const Model& model, const ForwardOptions& options)
+    : m_(model),
+      hp_(model.hparams()),
+      isa_(options.isa),
+      attend_(kernels::attend_function(options.isa, model.hparams().head_dim)),
+      max_batch_(std::max<size_t>(1, options.max_batch)),
+      pool_(std::make_unique<kernels::ThreadPool>(std::max(1, options.n_threads))),
+      output_norm_(vec(model.output_norm())),
+      freq_factors_(vec(model.rope_freqs())),
+      cache_(model.hparams().n_layer, model.hparams().n_head_kv * model.hparams().head_dim) {
+  for (const Layer& l : model.layers()) {
+    layers_.push_back(LayerVectors{vec(l.attn_norm), vec(l.bq), vec(l.bk), vec(l.bv), vec(l.q_norm),
+                                   vec(l.k_norm), vec(l.ffn_norm)});
+  }
+}
+
+std::span<const float> Forward::eval(std::span<const int32_t> tokens, bool all_logits) {
+  CHECK(!tokens.empty());
+  const size_t n_out = all_logits ? tokens.size() : 1;
+  logits_.resize(n_out * hp_.n_vocab);
+  cache_.reserve(cache_.size() + tokens.size());
+  for (size_t begin = 0; begin < tokens.size(); begin += max_batch_) {
+    const size_t n = std::min(max_batch_, tokens.size() - begin);
+    const bool last = begin + n == tokens.size();
+    float* out = all_logits ? logits_.data() + begin * hp_.n_vocab : logits_.data();
+    eval_batch(tokens.subspan(begin, n), all_logits, all_logits || last ? out : nullptr);
+  }
+  return logits_;
+}
+
+void Forward::eval_batch(std::span<const int32_t> tokens, bool all_logits, float* logits) {
+  const size_t n = tokens.size(), pos0 = cache_.size();
+  const size_t q_dim = size_t{hp_.n_head} * hp_.head_dim, kv_dim = cache_.row_width();
+  x_.resize(n * hp_.n_embd), h_.resize(n * hp_.n_embd);
+  q_.resize(n * q_dim), attn_.resize(n * q_dim);
+  k_.resize(n * kv_dim), v_.resize(n * kv_dim);
+  gate_.resize(n * hp_.n_ff), up_.resize(n * hp_.n_ff);
+
+  for (size_t t = 0; t < n; ++t) {
+    CHECK(tokens[t] >= 0 && static_cast<uint32_t>(tokens[t]) < hp_.n_vocab);
+    dequantize(m_.token_embd(), static_cast<uint64_t>(tokens[t]), x_.data() + t * hp_.n_embd);
+  }
+  rope_tables(n, pos0);
+  for (uint32_t il = 0; il < hp_.n_layer; ++il) layer(il, n, pos0);
+  cache_.grow_to(pos0 + n);
+
+  if (logits == nullptr) return;
+  // llama.cpp keeps only the rows whose logits are asked for before the
+  // final norm; the others are never computed.
+  const size_t first = all_logits ? 0 : n - 1, n_rows = n - first;
+  for (size_t t = first; t < n; ++t) {
+    rms_norm(x_.data() + t * hp_.n_embd, output_norm_.data(), h_.data() + (t - first) * hp_.n_embd,
+             hp_.n_embd, hp_.rms_eps);
+  }
+  multiply({{&m_.output(), logits}}, h_.data(), hp_.n_embd, n_rows);
+}
+
+// cos and sin of each position's rotation angles, for every head and layer.
+// As ggml's rope: theta_i = pos * base^(-2i / n_rot) by repeated float
+// multiplication, divided by the frequency factor when the model has them.
+void Forward::rope_tables(size_t n, size_t pos0) {
+  const uint32_t half = hp_.n_rot / 2;
+  cos_.resize(n * half), sin_.resize(n * half);
+  const float theta_scale = std::pow(hp_.rope_base, -2.0f / static_cast<float>(hp_.n_rot));
+  for (size_t t = 0; t < n; ++t) {
+    float theta = static_cast<float>(pos0 + t);
+    for (uint32_t i = 0; i < half; ++i) {
+      const float angle = freq_factors_.empty() ? theta : theta / freq_factors_[i];
+      cos_[t * half + i] = std::cos(angle);
+      sin_[t * half + i] = std::sin(angle);
+      theta *= theta_scale;
+    }
+  }
+}
+
+void Forward::layer(uint32_t il, size_t n, size_t pos0) {
+  const Layer& l = m_.layers()[il];
+  const LayerVectors& lv = layers_[il];
+  const uint32_t hd = hp_.head_dim, half = hp_.n_rot / 2;
+  const size_t q_dim = size_t{hp_.n_head} * hd, kv_dim = cache_.row_width(), n_embd = hp_.n_embd;
+
+  // attention_norm
+  for (size_t t = 0; t < n; ++t) {
+    rms_norm(x_.data() + t * n_embd, lv.attn_norm.data(), h_.data() + t * n_embd, n_embd,
+             hp_.rms_eps);
+  }
+  // qkv
+  multiply({{&l.wq, q_.data()}, {&l.wk, k_.data()}, {&l.wv, v_.data()}}, h_.data(), n_embd, n);
+
+  // biases, per-head norms, rope; the keys and values into the cache as
+  // halves, the queries rounded to halves too (ggml converts Q to the
+  // cache's type for the K dot products).
+  const auto rotate = [&](float* head, size_t t) {
+    const float* c = cos_.data() + t * half;
+    const float* s = sin_.data() + t * half;
+    const bool neox = m_.arch().rope == RopeStyle::NeoX;
+    for (uint32_t i = 0; i < half; ++i) {
+      const size_t a = neox ? i : 2 * i, b = neox ? i + half : 2 * i + 1;
+      const float x0 = head[a], x1 = head[b];
+      head[a] = x0 * c[i] - x1 * s[i];
+      head[b] = x0 * s[i] + x1 * c[i];
+    }
+  };
+  uint16_t* k_cache = cache_.k(il);
+  uint16_t* v_cache = cache_.v(il);
+  pool_->parallel_for(n, [&](size_t begin, size_t end) {
+    for (size_t t = begin; t < end; ++t) {
+      float* q = q_.data() + t * q_dim;
+      float* k = k_.data() + t * kv_dim;
+      float* v = v_.data() + t * kv_dim;
+      for (size_t i = 0; i < lv.bq.size(); ++i) q[i] += lv.bq[i];
+      for (size_t i = 0; i < lv.bk.size(); ++i) k[i] += lv.bk[i];
+      for (size_t i = 0; i < lv.bv.size(); ++i) v[i] += lv.bv[i];
+      for (uint32_t h = 0; h < hp_.n_head; ++h) {
+        if (!lv.q_norm.empty()) rms_norm(q + h * hd, lv.q_norm.data(), q + h * hd, hd, hp_.rms_eps);
+        rotate(q + h * hd, t);
+      }
+      for (uint32_t h = 0; h < hp_.n_head_kv; ++h) {
+        if (!lv.k_norm.empty()) rms_norm(k + h * hd, lv.k_norm.data(), k + h * hd, hd, hp_.rms_eps);
+        rotate(k + h * hd, t);
+      }
+      for (size_t i = 0; i < q_dim; ++i) q[i] = round_f16(q[i]);
+      uint16_t* kc = k_cache + (pos0 + t) * kv_dim;
+      uint16_t* vc = v_cache + (pos0 + t) * kv_dim;
+      for (size_t i = 0; i < kv_dim; ++i) {
+        kc[i] = kernels::f32_to_f16(k[i]);
+        vc[i] = kernels::f32_to_f16(v[i]);
+      }
+    }
+  });
+
+  // attention: causal, query t sees positions 0..pos0+t; grouped-query
+  // heads (Ainslie et al. 2023) share KV head h / group.
+  const uint32_t group = hp_.n_head / hp_.n_head_kv;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  pool_->parallel_for(n * hp_.n_head, [&](size_t begin, size_t end) {
+    for (size_t item = begin; item < end; ++item) {
+      const size_t t = item / hp_.n_head, h = item % hp_.n_head;
+      const size_t kv_off = (h / group) * hd;
+      attend_(hd, pos0 + t + 1, q_.data() + t * q_dim + h * hd, k_cache + kv_off, v_cache + kv_off,
+              kv_dim, scale, attn_.data() + t * q_dim + h * hd);
+    }
+  });
+
+  // output projection, residual
+  multiply({{&l.wo, h_.data()}}, attn_.data(), q_dim, n);
+  for (size_t i = 0; i < n * n_embd; ++i) x_[i] += h_[i];
+
+  // ffn_norm, SwiGLU feed-forward (Shazeer 2020): down(silu(gate) * up)
+  for (size_t t = 0; t < n; ++t) {
+    rms_norm(x_.data() + t * n_embd, lv.ffn_norm.data(), h_.data() + t * n_embd, n_embd,
+             hp_.rms_eps);
+  }
+  multiply({{&l.w_gate, gate_.data()}, {&l.w_up, up_.data()}}, h_.data(), n_embd, n);
+  const size_t n_ff = hp_.n_ff;
+  pool_->parallel_for(n * n_ff, [&](size_t begin, size_t end) {
+    for (size_t i = begin; i < end; ++i) gate_[i] = silu(gate_[i]) * up_[i];
+  });
+  multiply({{&l.w_down, h_.data()}}, gate_.data(), n_ff, n);
+  for (size_t i = 0; i < n * n_embd; ++i) x_[i] += h_[i];
+}
+
+void Forward::multiply(std::initializer_list<Product> products, const float* in, size_t n_in,
+                       size_t n) {
+  // Each distinct operand format once: the products of a layer's Q, K and
+  // V usually share one.
+  struct Operand {
+    GgmlType type;
+    size_t offset, row_bytes;
+  };
+  Operand operands[4];
+  size_t n_operands = 0, bytes = 0;
+  const auto operand_of = [&](GgmlType weight) -> const Operand& {
+    const GgmlType type = kernels::operand_type(weight);
+    for (size_t i = 0; i < n_operands; ++i) {
+      if (operands[i].type == type) return operands[i];
+    }
+    CHECK(n_operands < 4);
+    const size_t rb = kernels::row_bytes(type, n_in);
+    operands[n_operands] = Operand{type, bytes, rb};
+    bytes += n * rb;
+    return operands[n_operands++];
+  };
+  const Operand* operand_for[4];
+  size_t index = 0;
+  CHECK(products.size() <= 4);
+  for (const Product& p : products) {
+    CHECK(p.w->n_in == n_in);
+    operand_for[index++] = &operand_of(p.w->tensor->type.type);
+  }
+  if (operand_.size() < bytes) operand_.resize(bytes);
+  for (size_t i = 0; i < n_operands; ++i) {
+    const Operand& op = operands[i];
+    pool_->parallel_for(n, [&](size_t begin, size_t end) {
+      for (size_t t = begin; t < end; ++t) {
+        kernels::to_operand(op.type, in + t * n_in, operand_.data() + op.offset + t * op.row_bytes,
+                            n_in);
+      }
+    });
+  }
+
+  // Rows in tiles of kTile: a tile's weights stay in the L1 cache while
+  // every column group of the batch passes over them.
+  constexpr size_t kTile = 16;
+  size_t n_tiles = 0;
+  for (const Product& p : products) n_tiles += (p.w->n_out + kTile - 1) / kTile;
+  pool_->parallel_for(n_tiles, [&](size_t begin, size_t end) {
+    size_t tile = 0, product = 0;
+    for (const Product& p : products) {
+      const Operand& op = *operand_for[product++];
+      const size_t tiles = (p.w->n_out + kTile - 1) / kTile;
+      const size_t lo = std::max(begin, tile), hi = std::min(end, tile + tiles);
+      if (lo < hi) {
+        const GgmlType type = p.w->tensor->type.type;
+        const kernels::DotFn dot = kernels::dot_function(type, isa_);
+        const size_t w_bytes = kernels::row_bytes(type, n_in);
+        const auto* w = reinterpret_cast<const uint8_t*>(p.w->tensor->data.data());
+        const size_t r_end = std::min<size_t>(p.w->n_out, (hi - tile) * kTile);
+        for (size_t r0 = (lo - tile) * kTile; r0 < r_end; r0 += kTile) {
+          const size_t r1 = std::min(r0 + kTile, r_end);
+          for (size_t c0 = 0; c0 < n; c0 += kernels::kMaxCols) {
+            const int ncols = static_cast<int>(std::min<size_t>(kernels::kMaxCols, n - c0));
+            const uint8_t* a = operand_.data() + op.offset + c0 * op.row_bytes;
+            for (size_t r = r0; r < r1; ++r) {
+              float out[kernels::kMaxCols];
+              dot(n_in, w + r * w_bytes, a, op.row_bytes, out, ncols);
+              for (int c = 0; c < ncols; ++c) p.out[(c0 + c) * p.w->n_out + r] = out[c];
+            }
+          }
+        }
+      }
+      tile += tiles;
+    }
+  });
+}
+
+}  // namespace quip::engine

@@ -1,0 +1,93 @@
+// The forward pass: prompt tokens in batches (each weight matrix multiplied
+// with all of a batch's activations at once), then one token at a time,
+// appending to a KV cache. Weights are used in place in the memory map.
+//
+// One generic pass for every architecture (ArchSpec says what differs), as
+// a list of named steps per layer: attention_norm, qkv, rope, attention,
+// output projection, ffn_norm, SwiGLU feed-forward. The arithmetic follows
+// llama.cpp's CPU backend (activation formats of the dot products, F16
+// cache, half-precision attention accumulator) so the next-token
+// distributions match its outputs; ReferenceForward is the scalar
+// one-token-at-a-time statement of the same computation.
+//
+// Deterministic: each output element is computed by one thread with the same
+// operations whatever the thread count or batch size, so 1 or N threads,
+// batched or token by token, give bit-identical logits.
+// Thread safety: one caller at a time; the pool is internal.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "engine/kv_cache.h"
+#include "engine/model.h"
+#include "kernels/attention.h"
+#include "kernels/dot.h"
+#include "kernels/thread_pool.h"
+
+namespace quip::engine {
+
+struct ForwardOptions {
+  int n_threads = 1;
+  kernels::Isa isa = kernels::Isa::Reference;
+  size_t max_batch = 256;  // tokens evaluated together: bounds the scratch memory
+};
+
+class Forward {
+ public:
+  // PRECONDITIONS: `model` outlives this; every weight type has_dot().
+  Forward(const Model& model, const ForwardOptions& options);
+
+  // Evaluates `tokens` at the positions after the cache's and appends their
+  // keys and values. Returns the logits (n_vocab floats) after the last
+  // token, or with all_logits those after each token, token by token.
+  // PRECONDITIONS: tokens is not empty; each id < n_vocab.
+  std::span<const float> eval(std::span<const int32_t> tokens, bool all_logits = false);
+
+  size_t position() const { return cache_.size(); }
+  KvCache& cache() { return cache_; }
+  const KvCache& cache() const { return cache_; }
+  const Model& model() const { return m_; }
+
+ private:
+  // The model's vectors (norm weights, biases), dequantized once; empty when
+  // the model has none.
+  struct LayerVectors {
+    std::vector<float> attn_norm, bq, bk, bv, q_norm, k_norm, ffn_norm;
+  };
+  // out (n_tokens, w.n_out) = in (n_tokens, w.n_in) times w's rows.
+  struct Product {
+    const Weight* w;
+    float* out;
+  };
+
+  void eval_batch(std::span<const int32_t> tokens, bool all_logits, float* logits);
+  void layer(uint32_t il, size_t n, size_t pos0);
+  // The products of several weights with one input, in one parallel loop.
+  void multiply(std::initializer_list<Product> products, const float* in, size_t n_in, size_t n);
+  void rope_tables(size_t n, size_t pos0);
+
+  const Model& m_;
+  const Hparams& hp_;
+  kernels::Isa isa_;
+  kernels::AttendFn attend_;
+  size_t max_batch_;
+  std::unique_ptr<kernels::ThreadPool> pool_;
+  std::vector<LayerVectors> layers_;
+  std::vector<float> output_norm_, freq_factors_;
+  KvCache cache_;
+
+  // Scratch, sized for max_batch tokens.
+  std::vector<float> x_;          // (batch, n_embd) the residual stream
+  std::vector<float> h_;          // (batch, n_embd) normed input of a block
+  std::vector<float> q_, k_, v_;  // (batch, n_head * head_dim), (batch, n_head_kv * head_dim)
+  std::vector<float> attn_;       // (batch, n_head * head_dim)
+  std::vector<float> gate_, up_;  // (batch, n_ff)
+  std::vector<float> cos_, sin_;  // (batch, n_rot / 2)
+  std::vector<uint8_t> operand_;  // (batch, operand row bytes)
+  std::vector<float> logits_;     // (n, n_vocab)
+};
+
+}  // namespace quip::engine

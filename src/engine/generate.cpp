@@ -1,0 +1,79 @@
+#include "engine/generate.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "base/check.h"
+#include "engine/forward_ref.h"
+
+namespace quip::engine {
+
+namespace {
+
+double ms_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+      .count();
+}
+
+}  // namespace
+
+std::vector<TokenLogprob> top_logprobs(std::span<const float> logits, int k) {
+  const std::vector<double> lp = log_softmax(logits);
+  std::vector<int32_t> ids(lp.size());
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int32_t>(i);
+  const auto n = std::min<size_t>(static_cast<size_t>(std::max(k, 0)), ids.size());
+  std::partial_sort(
+      ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(n), ids.end(),
+      [&](int32_t a, int32_t b) { return lp[a] > lp[b] || (lp[a] == lp[b] && a < b); });
+  std::vector<TokenLogprob> out;
+  for (size_t i = 0; i < n; ++i) out.push_back({ids[i], lp[ids[i]]});
+  return out;
+}
+
+Generation generate(Forward& fwd, std::span<const int32_t> prompt, const GenerateOptions& options,
+                    const std::function<bool(int32_t)>& on_token) {
+  CHECK(!prompt.empty() && prompt.size() < options.n_ctx);
+  CHECK(fwd.position() <= prompt.size());
+  Generation g;
+  auto sampler = Sampler::create(options.sampler);
+  CHECK(sampler.ok());
+
+  const auto start = std::chrono::steady_clock::now();
+  // The logits after the prompt need its last token evaluated here.
+  if (fwd.position() == prompt.size()) fwd.cache().truncate(prompt.size() - 1);
+  const std::span<const int32_t> rest = prompt.subspan(fwd.position());
+  g.evaluated_tokens = rest.size();
+  std::span<const float> logits = fwd.eval(rest);
+  g.prompt_ms = ms_since(start);
+
+  const auto gen_start = std::chrono::steady_clock::now();
+  std::vector<int32_t> history(prompt.begin(), prompt.end());
+  while (true) {
+    if (options.max_tokens >= 0 && g.tokens.size() >= static_cast<uint64_t>(options.max_tokens)) {
+      g.stop = StopReason::Length;
+      break;
+    }
+    const int32_t id = sampler->sample(logits, history);
+    if (options.top_logprobs > 0)
+      g.steps.push_back({id, top_logprobs(logits, options.top_logprobs)});
+    if (options.is_end && options.is_end(id)) {
+      g.stop = StopReason::End;
+      break;
+    }
+    g.tokens.push_back(id);
+    history.push_back(id);
+    if (!on_token(id)) {
+      g.stop = StopReason::Caller;
+      break;
+    }
+    if (history.size() >= options.n_ctx) {
+      g.stop = StopReason::Context;
+      break;
+    }
+    logits = fwd.eval({&id, 1});
+  }
+  g.generation_ms = ms_since(gen_start);
+  return g;
+}
+
+}  // namespace quip::engine

@@ -1,0 +1,56 @@
+// Generation: a prompt through the forward pass, then tokens drawn one at a
+// time until the model ends its turn, a limit is reached, or the caller
+// stops. Tokens in, tokens out: text is the caller's business.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <vector>
+
+#include "engine/forward.h"
+#include "engine/sampler.h"
+
+namespace quip::engine {
+
+struct GenerateOptions {
+  int64_t max_tokens = -1;  // -1: no limit but the context
+  size_t n_ctx = 4096;      // positions available to prompt and answer together
+  SamplerSettings sampler;
+  int top_logprobs = 0;                 // K: report the K most likely tokens of each step
+  std::function<bool(int32_t)> is_end;  // end-of-generation tokens (not part of the answer)
+};
+
+struct TokenLogprob {
+  int32_t id;
+  double logprob;  // log-softmax over the whole vocabulary, before sampling
+};
+
+struct Step {
+  int32_t id;                     // the token drawn (an end token included)
+  std::vector<TokenLogprob> top;  // the top_logprobs most likely, most likely first
+};
+
+enum class StopReason { End, Length, Context, Caller };
+
+struct Generation {
+  std::vector<int32_t> tokens;  // the answer; an end token is not included
+  std::vector<Step> steps;      // with top_logprobs: one per token drawn
+  StopReason stop = StopReason::Length;
+  size_t evaluated_tokens = 0;  // prompt tokens the forward pass computed
+  double prompt_ms = 0, generation_ms = 0;
+};
+
+// Evaluates the prompt tokens beyond what `fwd` already holds (a cache that
+// holds the whole prompt has its last position evaluated again for the
+// logits), then generates. on_token(id) is called for each answer token as
+// it is drawn; returning false stops generation.
+// PRECONDITIONS: the cache holds a prefix of `prompt`; prompt is not empty
+// and shorter than options.n_ctx; options.sampler is valid.
+Generation generate(Forward& fwd, std::span<const int32_t> prompt, const GenerateOptions& options,
+                    const std::function<bool(int32_t)>& on_token);
+
+// The k most likely tokens of `logits`, most likely first.
+std::vector<TokenLogprob> top_logprobs(std::span<const float> logits, int k);
+
+}  // namespace quip::engine

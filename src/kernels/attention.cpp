@@ -1,0 +1,54 @@
+#include "kernels/attention.h"
+
+#include <cmath>
+#include <vector>
+
+#include "kernels/dot_x86.h"
+#include "kernels/half.h"
+
+namespace quip::kernels {
+
+namespace {
+
+float round_f16(float v) {
+  return f16_to_f32(f32_to_f16(v));
+}
+
+void attend_reference(size_t head_dim, size_t n, const float* q, const uint16_t* k,
+                      const uint16_t* v, size_t stride, float scale, float* out) {
+  thread_local std::vector<float> acc;  // values of half precision
+  acc.assign(head_dim, 0.0f);
+  float max = -INFINITY, sum = 0;
+  for (size_t p = 0; p < n; ++p) {
+    const uint16_t* kp = k + p * stride;
+    const uint16_t* vp = v + p * stride;
+    float dot = 0;
+    for (size_t d = 0; d < head_dim; ++d) dot += q[d] * f16_to_f32(kp[d]);
+    const float s = dot * scale;
+    float old_scale = 1.0f, weight = 1.0f;
+    if (s > max) {
+      old_scale = std::exp(max - s);
+      max = s;
+      for (float& a : acc) a = round_f16(a * old_scale);
+    } else {
+      weight = std::exp(s - max);
+    }
+    for (size_t d = 0; d < head_dim; ++d) {
+      acc[d] = round_f16(std::fma(f16_to_f32(vp[d]), weight, acc[d]));
+    }
+    sum = sum * old_scale + weight;
+  }
+  const float inv = 1.0f / sum;  // ggml scales by 1 / sum
+  for (size_t d = 0; d < head_dim; ++d) out[d] = acc[d] * inv;
+}
+
+}  // namespace
+
+AttendFn attend_function(Isa isa, size_t head_dim) {
+  AttendFn fast = nullptr;
+  if (isa == Isa::Avx2) fast = avx2::attend_function(head_dim);
+  if (isa == Isa::Avx512) fast = avx512::attend_function(head_dim);
+  return fast != nullptr ? fast : attend_reference;
+}
+
+}  // namespace quip::kernels
