@@ -85,9 +85,90 @@ std::vector<float> as_dot_operand(gguf::GgmlType type, std::span<const float> x)
   return out;
 }
 
+// Activations quantized to Q8_K as ggml's quantize_row_q8_K_ref does: per
+// 256 values, iscale = -127 / (the value of largest magnitude), q =
+// min(127, round-half-even(iscale * x)), d = 1 / iscale (a float, so d * q
+// is not q / iscale), and bsums = the sums of q over each 16 values.
+struct Q8K {
+  std::vector<int8_t> q;
+  std::vector<float> d;       // per 256
+  std::vector<int32_t> bsums;  // per 16
+};
+
+Q8K quantize_q8_k(std::span<const float> x) {
+  Q8K out{std::vector<int8_t>(x.size()), std::vector<float>(x.size() / 256),
+          std::vector<int32_t>(x.size() / 16)};
+  for (size_t b = 0; b < x.size() / 256; ++b) {
+    const float* xb = x.data() + b * 256;
+    float max = 0, amax = 0;
+    for (size_t i = 0; i < 256; ++i) {
+      if (std::fabs(xb[i]) > amax) amax = std::fabs(xb[i]), max = xb[i];
+    }
+    if (amax == 0) continue;
+    const float iscale = -127.0f / max;
+    for (size_t i = 0; i < 256; ++i) {
+      out.q[b * 256 + i] = static_cast<int8_t>(std::min(127.0f, std::nearbyint(iscale * xb[i])));
+    }
+    for (size_t g = 0; g < 16; ++g) {
+      int32_t sum = 0;
+      for (size_t i = 0; i < 16; ++i) sum += out.q[b * 256 + g * 16 + i];
+      out.bsums[b * 16 + g] = sum;
+    }
+    out.d[b] = 1.0f / iscale;
+  }
+  return out;
+}
+
+// ggml's AVX2 K-quant dot products keep eight int32 lanes per 256-block
+// and accumulate each lane in float, acc[k] = fma(d, lane[k], acc[k]),
+// then add the lanes as hsum_float_8 does: ((a4+a0)+(a6+a2))+((a5+a1)+(a7+a3)).
+// The models are sensitive enough that this rounding order matters.
+float hsum_float_8(const float (&a)[8]) {
+  return ((a[4] + a[0]) + (a[6] + a[2])) + ((a[5] + a[1]) + (a[7] + a[3]));
+}
+
+// One Q6_K row against Q8_K activations, as ggml_vec_dot_q6_K_q8_K (AVX2):
+// within each 32 values, lane k takes values 4k..4k+3 times their scale,
+// with the 6-bit quants unsigned (0..63); the -32 offset is subtracted per
+// lane as 32 * (bsums[2k] * scale[2k] + bsums[2k+1] * scale[2k+1]).
+float dot_q6_k(const uint8_t* row, const Q8K& y, size_t n) {
+  float acc[8] = {};
+  for (size_t b = 0; b < n / 256; ++b) {
+    const uint8_t* blk = row + b * 210;
+    const uint8_t* ql = blk;
+    const uint8_t* qh = blk + 128;
+    const auto* sc = reinterpret_cast<const int8_t*>(blk + 192);
+    const float d = y.d[b] * kernels::f16_to_f32(static_cast<uint16_t>(blk[208] | blk[209] << 8));
+    const int8_t* q8 = y.q.data() + b * 256;
+    int32_t lane[8] = {};
+    for (size_t e = 0; e < 256; ++e) {
+      // Element e of the block: half h = e / 128, then l = e % 32 within
+      // quarter e % 128 / 32 (ql low/high nibble, qh bit pair).
+      const size_t h = e / 128, quarter = e % 128 / 32, l = e % 32;
+      const uint8_t lo = ql[h * 64 + (quarter & 1) * 32 + l];
+      const int nib = quarter < 2 ? lo & 0xF : lo >> 4;
+      const int hi = (qh[h * 32 + l] >> (2 * quarter)) & 3;
+      lane[e % 32 / 4] += sc[e / 16] * (nib | hi << 4) * q8[e];
+    }
+    for (size_t k = 0; k < 8; ++k) {
+      lane[k] -= 32 * (y.bsums[b * 16 + 2 * k] * sc[2 * k] + y.bsums[b * 16 + 2 * k + 1] * sc[2 * k + 1]);
+      acc[k] = std::fma(d, static_cast<float>(lane[k]), acc[k]);
+    }
+  }
+  return hsum_float_8(acc);
+}
+
 // y = W x: y[j] = dot(row j of W, x).
 std::vector<float> matvec(const Weight& w, std::span<const float> x_in) {
   CHECK(x_in.size() == w.n_in);
+  const gguf::TensorInfo& t = *w.tensor;
+  const uint64_t row_bytes = w.n_in / t.type.block_size * t.type.block_bytes;
+  if (t.type.type == gguf::GgmlType::Q6_K) {
+    const Q8K xq = quantize_q8_k(x_in);
+    std::vector<float> y(w.n_out);
+    for (uint64_t j = 0; j < w.n_out; ++j) y[j] = dot_q6_k(reinterpret_cast<const uint8_t*>(t.data.data()) + j * row_bytes, xq, w.n_in);
+    return y;
+  }
   const std::vector<float> x = as_dot_operand(w.tensor->type.type, x_in);
   std::vector<float> y(w.n_out);
   for (uint64_t j = 0; j < w.n_out; ++j) {
@@ -103,30 +184,39 @@ void add(std::span<float> x, std::span<const float> y) {
   for (size_t i = 0; i < x.size(); ++i) x[i] += y[i];
 }
 
-// RMSNorm (Zhang & Sennrich 2019): x / sqrt(mean(x^2) + eps) * weight.
+// RMSNorm (Zhang & Sennrich 2019): x / sqrt(mean(x^2) + eps) * weight, in
+// the float steps of ggml's ggml_compute_forward_rms_norm_f32: each square
+// rounded to float and summed in double, the mean and 1/sqrtf(mean + eps)
+// in float, then (x * scale) * weight (the separate or fused ggml_mul).
 void rms_norm(std::span<float> x, std::span<const float> weight, float eps) {
   double ss = 0;
-  for (float v : x) ss += double{v} * v;
-  const auto scale = static_cast<float>(1.0 / std::sqrt(ss / static_cast<double>(x.size()) + eps));
+  for (float v : x) ss += static_cast<double>(v * v);
+  const auto mean = static_cast<float>(ss / static_cast<double>(x.size()));
+  const float scale = 1.0f / std::sqrt(mean + eps);
   for (size_t i = 0; i < x.size(); ++i) x[i] = x[i] * scale * weight[i];
 }
 
 // Rotary position embedding (Su et al. 2021, RoFormer) of one head at `pos`:
 // pair i turns by pos * base^(-2i / n_rot) (divided by freq_factors[i] when
-// the model has them, Llama 3.1's long-context scaling).
+// the model has them, Llama 3.1's long-context scaling). The angles are
+// made as ggml's ggml_rope_cache_init makes them, in float: theta starts at
+// pos and is multiplied by theta_scale = powf(base, -2 / n_rot) once per
+// pair, so its rounding error grows along the head; cosf and sinf of it.
+// A double-precision angle differs by up to ~1e-5 at later positions,
+// enough to move these sensitive models.
 void rope(std::span<float> head, size_t pos, const Hparams& hp, RopeStyle style,
           std::span<const float> freq_factors) {
   const uint32_t half = hp.n_rot / 2;
-  for (uint32_t i = 0; i < half; ++i) {
-    double theta = static_cast<double>(pos) *
-                   std::pow(double{hp.rope_base}, -2.0 * i / static_cast<double>(hp.n_rot));
-    if (!freq_factors.empty()) theta /= freq_factors[i];
-    const double c = std::cos(theta), s = std::sin(theta);
+  const float theta_scale = std::pow(hp.rope_base, -2.0f / static_cast<float>(hp.n_rot));
+  float theta = static_cast<float>(pos);
+  for (uint32_t i = 0; i < half; ++i, theta *= theta_scale) {
+    const float t = freq_factors.empty() ? theta : theta / freq_factors[i];
+    const float c = std::cos(t), s = std::sin(t);
     const size_t a = style == RopeStyle::Adjacent ? 2 * i : i;
     const size_t b = style == RopeStyle::Adjacent ? 2 * i + 1 : i + half;
-    const double x0 = head[a], x1 = head[b];
-    head[a] = static_cast<float>(x0 * c - x1 * s);
-    head[b] = static_cast<float>(x0 * s + x1 * c);
+    const float x0 = head[a], x1 = head[b];
+    head[a] = x0 * c - x1 * s;
+    head[b] = x0 * s + x1 * c;
   }
 }
 
