@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "base/text.h"
+#include "cli/bench.h"
 #include "cli/exit_status.h"
 #include "cli/generate.h"
 #include "cli/inspect.h"
@@ -26,6 +27,8 @@ struct Subcommand {
 };
 
 constexpr Subcommand kSubcommands[] = {
+    {"bench", "measure prompt and generation speed (-p, -n, -t, -r, --json)",
+     quip::cli::bench_main},
     {"inspect", "show what a GGUF model file holds (--json, --tensors)", quip::cli::inspect_main},
     {"tokenize", "print the tokens of a text (--ids, --no-bos, --parse-special)",
      quip::cli::tokenize_main},

@@ -1,0 +1,157 @@
+#include "cli/bench.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "cli/exit_status.h"
+#include "cli/loaded_model.h"
+#include "cli/usage.h"
+#include "engine/forward.h"
+#include "kernels/thread_pool.h"
+
+namespace quip::cli {
+
+namespace {
+
+struct Stats {
+  double mean = 0, stddev = 0;
+};
+
+Stats stats(const std::vector<double>& v) {
+  Stats s;
+  for (double x : v) s.mean += x;
+  s.mean /= static_cast<double>(v.size());
+  for (double x : v) s.stddev += (x - s.mean) * (x - s.mean);
+  s.stddev = v.size() > 1 ? std::sqrt(s.stddev / static_cast<double>(v.size() - 1)) : 0;
+  return s;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+}  // namespace
+
+int bench_main(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  CLI::App app{"Measure prompt processing (pp) and generation (tg) speed in tokens/s.",
+               "quip bench"};
+  std::string model_path;
+  int n_prompt = 512, n_gen = 128, threads = kernels::physical_cores(), reps = 5;
+  bool json = false;
+  app.add_option("-m,--model", model_path, "GGUF model file")->required();
+  app.add_option("-p,--n-prompt", n_prompt, "prompt tokens, evaluated as one batch (0: none)")
+      ->capture_default_str();
+  app.add_option("-n,--n-gen", n_gen, "tokens generated one at a time (0: none)")
+      ->capture_default_str();
+  app.add_option("-t,--threads", threads, "threads (default: the physical cores)")
+      ->capture_default_str();
+  app.add_option("-r,--repetitions", reps, "repetitions of each test")->capture_default_str();
+  app.add_flag("--json", json, "print a JSON array of results");
+  if (std::optional<int> status = parse_args(app, args, out, err)) return *status;
+  if (n_prompt < 0 || n_gen < 0 || n_prompt + n_gen == 0 || n_prompt > 65536 || n_gen > 65536) {
+    err << "quip bench: -p and -n must be in [0, 65536] and not both 0\n";
+    return kExitUsage;
+  }
+  if (threads < 1 || threads > 1024 || reps < 1 || reps > 1000) {
+    err << "quip bench: -t must be in [1, 1024] and -r in [1, 1000]\n";
+    return kExitUsage;
+  }
+  auto loaded = load_model(model_path);
+  if (!loaded) {
+    err << "quip bench: " << loaded.error().message << '\n';
+    return kExitBadData;
+  }
+  auto isa = kernels::chosen_isa();
+  if (!isa) {
+    err << "quip bench: " << isa.error().message << '\n';
+    return kExitUsage;
+  }
+  const engine::Hparams& hp = loaded->model.hparams();
+  engine::Forward fwd(loaded->model,
+                      {.n_threads = threads, .isa = *isa, .max_batch = static_cast<size_t>(512)});
+  std::mt19937 rng(42);
+  std::uniform_int_distribution<int32_t> any_token(0, static_cast<int32_t>(hp.n_vocab) - 1);
+
+  struct Test {
+    std::string name;
+    std::vector<double> rates;  // tokens/s per repetition
+  };
+  std::vector<Test> tests;
+  const auto run_pp = [&](int n) {
+    std::vector<int32_t> tokens(static_cast<size_t>(n));
+    for (int32_t& t : tokens) t = any_token(rng);
+    fwd.cache().truncate(0);
+    const auto t0 = std::chrono::steady_clock::now();
+    fwd.eval(tokens);
+    return n / seconds_since(t0);
+  };
+  const auto run_tg = [&](int n) {
+    fwd.cache().truncate(0);
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < n; ++i) {
+      const int32_t t = any_token(rng);
+      fwd.eval({&t, 1});
+    }
+    return n / seconds_since(t0);
+  };
+  // One warm-up of each (page faults, caches), as llama-bench does.
+  if (n_prompt > 0) run_pp(std::min(n_prompt, 32));
+  if (n_gen > 0) run_tg(std::min(n_gen, 4));
+  if (n_prompt > 0) {
+    tests.push_back({"pp" + std::to_string(n_prompt), {}});
+    for (int r = 0; r < reps; ++r) tests.back().rates.push_back(run_pp(n_prompt));
+  }
+  if (n_gen > 0) {
+    tests.push_back({"tg" + std::to_string(n_gen), {}});
+    for (int r = 0; r < reps; ++r) tests.back().rates.push_back(run_tg(n_gen));
+  }
+
+  const std::string name = std::filesystem::path(model_path).filename().string();
+  uint64_t params = 0, bytes = 0;
+  for (const gguf::TensorInfo& t : loaded->file->tensors()) {
+    params += t.n_elements;
+    bytes += t.n_bytes;
+  }
+  if (json) {
+    nlohmann::json j = nlohmann::json::array();
+    for (const Test& t : tests) {
+      const Stats s = stats(t.rates);
+      j.push_back({{"model", name},
+                   {"size_bytes", bytes},
+                   {"params", params},
+                   {"kernels", std::string(kernels::isa_name(*isa))},
+                   {"threads", threads},
+                   {"test", t.name},
+                   {"tokens_per_s", s.mean},
+                   {"stddev", s.stddev},
+                   {"samples", t.rates}});
+    }
+    out << j.dump(2) << '\n';
+    return kExitOk;
+  }
+  char line[256];
+  std::snprintf(line, sizeof line, "| %-28s | %10s | %8s | %7s | %7s | %6s | %18s |\n", "model",
+                "size", "params", "kernels", "threads", "test", "t/s");
+  out << line;
+  out << "| " << std::string(28, '-') << " | " << std::string(10, '-') << " | "
+      << std::string(8, '-') << " | " << std::string(7, '-') << " | " << std::string(7, '-')
+      << " | " << std::string(6, '-') << " | " << std::string(18, '-') << " |\n";
+  for (const Test& t : tests) {
+    const Stats s = stats(t.rates);
+    char size[32], par[32], rate[48];
+    std::snprintf(size, sizeof size, "%.2f MiB", static_cast<double>(bytes) / (1 << 20));
+    std::snprintf(par, sizeof par, "%.2f M", static_cast<double>(params) / 1e6);
+    std::snprintf(rate, sizeof rate, "%.2f ± %.2f", s.mean, s.stddev);
+    std::snprintf(line, sizeof line, "| %-28s | %10s | %8s | %7s | %7d | %6s | %18s |\n",
+                  name.substr(0, 28).c_str(), size, par,
+                  std::string(kernels::isa_name(*isa)).c_str(), threads, t.name.c_str(), rate);
+    out << line;
+  }
+  return kExitOk;
+}
+
+}  // namespace quip::cli
