@@ -158,6 +158,63 @@ float dot_q6_k(const uint8_t* row, const Q8K& y, size_t n) {
   return hsum_float_8(acc);
 }
 
+// Activations quantized to Q8_1 as ggml's x86 quantize_row_q8_1 does: per
+// 32 values d = amax / 127, q = round-half-even(x * 127 / amax), and both d
+// and s = d * sum(q) stored as half (s from the unrounded d).
+struct Q8_1 {
+  std::vector<int8_t> q;
+  std::vector<float> d, s;  // per 32
+};
+
+Q8_1 quantize_q8_1(std::span<const float> x) {
+  Q8_1 out{std::vector<int8_t>(x.size()), std::vector<float>(x.size() / 32),
+           std::vector<float>(x.size() / 32)};
+  for (size_t b = 0; b < x.size() / 32; ++b) {
+    float amax = 0;
+    for (size_t i = b * 32; i < b * 32 + 32; ++i) amax = std::max(amax, std::fabs(x[i]));
+    const float d = amax / 127.0f;
+    const float id = amax != 0 ? 127.0f / amax : 0.0f;
+    int32_t sum = 0;
+    for (size_t i = b * 32; i < b * 32 + 32; ++i) {
+      out.q[i] = static_cast<int8_t>(std::nearbyint(x[i] * id));
+      sum += out.q[i];
+    }
+    out.d[b] = round_f16(d);
+    out.s[b] = round_f16(d * static_cast<float>(sum));
+  }
+  return out;
+}
+
+// One Q4_1 or Q5_1 row against Q8_1 activations, as ggml_vec_dot_q4_1_q8_1
+// and ggml_vec_dot_q5_1_q8_1 (AVX2): lane k of each 32-block holds the
+// integer dot of values 4k..4k+3 (unsigned quants), accumulated per lane as
+// fma(d_w * d_y, lane, acc); the offsets add m * s per block to a separate
+// float sum, and the result is hsum_float_8(acc) + that sum.
+float dot_q4_1_q5_1(gguf::GgmlType type, const uint8_t* row, const Q8_1& y, size_t n) {
+  const bool five = type == gguf::GgmlType::Q5_1;
+  const size_t block_bytes = five ? 24 : 20;
+  float acc[8] = {};
+  float summs = 0;
+  for (size_t b = 0; b < n / 32; ++b) {
+    const uint8_t* blk = row + b * block_bytes;
+    const float d = kernels::f16_to_f32(static_cast<uint16_t>(blk[0] | blk[1] << 8));
+    const float m = kernels::f16_to_f32(static_cast<uint16_t>(blk[2] | blk[3] << 8));
+    uint32_t qh = 0;
+    if (five) qh = blk[4] | blk[5] << 8 | blk[6] << 16 | static_cast<uint32_t>(blk[7]) << 24;
+    const uint8_t* qs = blk + (five ? 8 : 4);
+    summs = std::fma(m, y.s[b], summs);
+    int32_t lane[8] = {};
+    for (size_t e = 0; e < 32; ++e) {
+      int q = e < 16 ? qs[e] & 0xF : qs[e - 16] >> 4;
+      if (five) q |= static_cast<int>((qh >> e) & 1) << 4;
+      lane[e / 4] += q * y.q[b * 32 + e];
+    }
+    const float dd = d * y.d[b];
+    for (size_t k = 0; k < 8; ++k) acc[k] = std::fma(dd, static_cast<float>(lane[k]), acc[k]);
+  }
+  return hsum_float_8(acc) + summs;
+}
+
 // y = W x: y[j] = dot(row j of W, x).
 std::vector<float> matvec(const Weight& w, std::span<const float> x_in) {
   CHECK(x_in.size() == w.n_in);
@@ -167,6 +224,14 @@ std::vector<float> matvec(const Weight& w, std::span<const float> x_in) {
     const Q8K xq = quantize_q8_k(x_in);
     std::vector<float> y(w.n_out);
     for (uint64_t j = 0; j < w.n_out; ++j) y[j] = dot_q6_k(reinterpret_cast<const uint8_t*>(t.data.data()) + j * row_bytes, xq, w.n_in);
+    return y;
+  }
+  if (t.type.type == gguf::GgmlType::Q4_1 || t.type.type == gguf::GgmlType::Q5_1) {
+    const Q8_1 xq = quantize_q8_1(x_in);
+    std::vector<float> y(w.n_out);
+    for (uint64_t j = 0; j < w.n_out; ++j) {
+      y[j] = dot_q4_1_q5_1(t.type.type, reinterpret_cast<const uint8_t*>(t.data.data()) + j * row_bytes, xq, w.n_in);
+    }
     return y;
   }
   const std::vector<float> x = as_dot_operand(w.tensor->type.type, x_in);
