@@ -280,8 +280,12 @@ void rope(std::span<float> head, size_t pos, const Hparams& hp, RopeStyle style,
     const size_t a = style == RopeStyle::Adjacent ? 2 * i : i;
     const size_t b = style == RopeStyle::Adjacent ? 2 * i + 1 : i + half;
     const float x0 = head[a], x1 = head[b];
-    head[a] = x0 * c - x1 * s;
-    head[b] = x0 * s + x1 * c;
+    // ggml's rotate_pairs writes x0*cos - x1*sin and x0*sin + x1*cos; GCC
+    // (ggml's -march=native build, fp-contract=fast) fuses the first
+    // product into an fma. This form makes qwen2 match best (not yet
+    // checked against ggml_rope_ext itself).
+    head[a] = std::fma(x0, c, -(x1 * s));
+    head[b] = std::fma(x0, s, x1 * c);
   }
 }
 
