@@ -271,12 +271,9 @@ void Forward::multiply(std::initializer_list<Product> products, const float* in,
           const size_t r1 = std::min(r0 + kTile, r_end);
           for (size_t c0 = 0; c0 < n; c0 += kernels::kMaxCols) {
             const int ncols = static_cast<int>(std::min<size_t>(kernels::kMaxCols, n - c0));
-            const uint8_t* a = operand_.data() + op.offset + c0 * op.row_bytes;
-            for (size_t r = r0; r < r1; ++r) {
-              float out[kernels::kMaxCols];
-              dot(n_in, w + r * w_bytes, a, op.row_bytes, out, ncols);
-              for (int c = 0; c < ncols; ++c) p.out[(c0 + c) * p.w->n_out + r] = out[c];
-            }
+            dot(n_in, w + r0 * w_bytes, w_bytes, r1 - r0,
+                operand_.data() + op.offset + c0 * op.row_bytes, op.row_bytes, ncols,
+                p.out + c0 * p.w->n_out + r0, p.w->n_out);
           }
         }
       }

@@ -141,7 +141,7 @@ float dot_with_offset(size_t n, const void* w, const void* a) {
 
 // The reference: both rows as floats, summed in double.
 template <GgmlType kType>
-void dot_reference(size_t n, const void* w, const void* a, size_t a_stride, float* out, int ncols) {
+void dot_row(size_t n, const void* w, const void* a, size_t a_stride, float* out, int ncols) {
   const GgmlType operand = operand_type(kType);
   if constexpr (kType == GgmlType::Q4_1 || kType == GgmlType::Q5_1) {
     for (int c = 0; c < ncols; ++c) {
@@ -157,6 +157,16 @@ void dot_reference(size_t n, const void* w, const void* a, size_t a_stride, floa
     double sum = 0;
     for (size_t i = 0; i < n; ++i) sum += double{wf[i]} * af[i];
     out[c] = static_cast<float>(sum);
+  }
+}
+
+template <GgmlType kType>
+void dot_reference(size_t n, const void* w, size_t w_stride, size_t nrows, const void* a,
+                   size_t a_stride, int ncols, float* out, size_t out_stride) {
+  for (size_t r = 0; r < nrows; ++r) {
+    float row[kMaxCols];
+    dot_row<kType>(n, static_cast<const char*>(w) + r * w_stride, a, a_stride, row, ncols);
+    for (int c = 0; c < ncols; ++c) out[c * out_stride + r] = row[c];
   }
 }
 

@@ -54,12 +54,14 @@ size_t row_bytes(gguf::GgmlType type, size_t n);
 // row_bytes(operand, n) bytes.
 void to_operand(gguf::GgmlType operand, const float* x, void* dst, size_t n);
 
-// out[c] = dot(w, a + c * a_stride) for c in [0, ncols): one weight row of
-// n values against ncols operand rows. Computing several columns per call
-// lets a kernel decode each weight block once.
-// PRECONDITIONS: 1 <= ncols <= kMaxCols; n a multiple of the block size.
-using DotFn = void (*)(size_t n, const void* w, const void* a, size_t a_stride, float* out,
-                       int ncols);
+// out[c * out_stride + r] = dot(w + r * w_stride, a + c * a_stride) for
+// r in [0, nrows), c in [0, ncols): a tile of weight rows of n values
+// against ncols operand rows. Tiles let a kernel decode each weight block
+// once for all columns and prepare each column's scales once for all rows.
+// PRECONDITIONS: 1 <= ncols <= kMaxCols; nrows >= 1; n a multiple of the
+// block size.
+using DotFn = void (*)(size_t n, const void* w, size_t w_stride, size_t nrows, const void* a,
+                       size_t a_stride, int ncols, float* out, size_t out_stride);
 inline constexpr int kMaxCols = 4;
 
 // The dot function for weights of `type` on `isa` (the reference when that

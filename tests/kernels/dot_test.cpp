@@ -162,7 +162,7 @@ TEST(Dot, ReferenceEqualsTheDotOfDequantizedRows) {
     double expected = 0;
     for (size_t i = 0; i < n; ++i) expected += double{wf[i]} * af[i];
     float got = 0;
-    dot_function(type, Isa::Reference)(n, w.data(), a.data(), 0, &got, 1);
+    dot_function(type, Isa::Reference)(n, w.data(), 0, 1, a.data(), 0, 1, &got, 1);
     // Q4_1 and Q5_1 use the operand's rounded sum s for the offset term.
     const double tol = (type == GgmlType::Q4_1 || type == GgmlType::Q5_1) ? 2e-3 : 1e-5;
     EXPECT_NEAR(got, expected, tol * magnitude(type, w.data(), af) + 1e-6) << name_of(type);
@@ -188,9 +188,13 @@ TEST(Dot, SimdKernelsMatchTheReference) {
       for (size_t n = step; n <= 1024; n += (n < 64 || block > 1) ? step : 13) {
         const GgmlType op = operand_type(type);
         const size_t misalign = n % 4;  // 0..3 bytes off
-        const std::vector<uint8_t> w0 = random_row(type, n, rng);
-        std::vector<uint8_t> w(w0.size() + 4);
-        std::memcpy(w.data() + misalign, w0.data(), w0.size());
+        constexpr size_t kRows = 3;
+        const size_t w_stride = row_bytes(type, n) + 1;  // every row at another alignment
+        std::vector<uint8_t> w(kRows * w_stride + 4);
+        for (size_t r = 0; r < kRows; ++r) {
+          const std::vector<uint8_t> row = random_row(type, n, rng);
+          std::memcpy(w.data() + misalign + r * w_stride, row.data(), row.size());
+        }
         const size_t stride = row_bytes(op, n) + 3;  // odd: every column misaligned
         std::vector<uint8_t> a(kMaxCols * stride + 4);
         std::vector<std::vector<float>> xs;
@@ -199,13 +203,19 @@ TEST(Dot, SimdKernelsMatchTheReference) {
           to_operand(op, xs.back().data(), a.data() + 1 + c * stride, n);
         }
         for (int ncols = 1; ncols <= kMaxCols; ++ncols) {
-          float want[kMaxCols], got[kMaxCols];
-          ref(n, w.data() + misalign, a.data() + 1, stride, want, ncols);
-          fast(n, w.data() + misalign, a.data() + 1, stride, got, ncols);
-          for (int c = 0; c < ncols; ++c) {
-            const double tol = 1e-5 * magnitude(type, w.data() + misalign, xs[c]) + 1e-6;
-            ASSERT_NEAR(got[c], want[c], tol) << isa_name(isa) << " " << name_of(type) << " n=" << n
-                                              << " col " << c << "/" << ncols;
+          for (size_t nrows : {size_t{1}, kRows}) {
+            float want[kMaxCols * kRows], got[kMaxCols * kRows];
+            ref(n, w.data() + misalign, w_stride, nrows, a.data() + 1, stride, ncols, want, kRows);
+            fast(n, w.data() + misalign, w_stride, nrows, a.data() + 1, stride, ncols, got, kRows);
+            for (int c = 0; c < ncols; ++c) {
+              for (size_t r = 0; r < nrows; ++r) {
+                const uint8_t* row = w.data() + misalign + r * w_stride;
+                const double tol = 1e-5 * magnitude(type, row, xs[c]) + 1e-6;
+                ASSERT_NEAR(got[c * kRows + r], want[c * kRows + r], tol)
+                    << isa_name(isa) << " " << name_of(type) << " n=" << n << " col " << c << "/"
+                    << ncols << " row " << r << "/" << nrows;
+              }
+            }
           }
         }
       }
