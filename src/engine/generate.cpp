@@ -48,14 +48,12 @@ Generation generate(Forward& fwd, std::span<const int32_t> prompt, const Generat
 
   const auto gen_start = std::chrono::steady_clock::now();
   std::vector<int32_t> history(prompt.begin(), prompt.end());
-  while (true) {
-    if (options.max_tokens >= 0 && g.tokens.size() >= static_cast<uint64_t>(options.max_tokens)) {
-      g.stop = StopReason::Length;
-      break;
-    }
+  const auto limit_reached = [&] {
+    return options.max_tokens >= 0 && g.tokens.size() >= static_cast<uint64_t>(options.max_tokens);
+  };
+  while (!limit_reached()) {
     const int32_t id = sampler->sample(logits, history);
-    if (options.top_logprobs > 0)
-      g.steps.push_back({id, top_logprobs(logits, options.top_logprobs)});
+    if (options.top_logprobs > 0) g.steps.push_back({id, top_logprobs(logits, options.top_logprobs)});
     if (options.is_end && options.is_end(id)) {
       g.stop = StopReason::End;
       break;
@@ -66,6 +64,7 @@ Generation generate(Forward& fwd, std::span<const int32_t> prompt, const Generat
       g.stop = StopReason::Caller;
       break;
     }
+    if (limit_reached()) break;  // no need for the logits after the last token
     if (history.size() >= options.n_ctx) {
       g.stop = StopReason::Context;
       break;
