@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# quip's main job, for `make demo`. Until the engine lands this inspects a
-# model and tokenizes a sentence with it; with no MODEL given it makes its
-# own tiny model with random weights.
+# quip's main job, for `make demo`: a model continues a prompt (--raw, no
+# chat template yet), streamed to stdout, after `quip inspect` shows what
+# the model is. With no MODEL given it makes its own tiny model with random
+# weights (its text is gibberish; the mechanics are real).
 #   scripts/demo.sh [MODEL.gguf]
 set -euo pipefail
 model=${1:-}
@@ -12,4 +13,7 @@ if [ -z "$model" ]; then
 fi
 set -x
 build/quip inspect "$model"
-build/quip tokenize -m "$model" 'Hello from quip!'
+build/quip --raw -m "$model" -n 48 'Once upon a time'
+echo
+build/quip --raw -m "$model" -n 4 --logprobs 3 --json 'Once upon a time'
+build/quip bench -m "$model" -p 64 -n 16 -r 3
