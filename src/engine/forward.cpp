@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "base/check.h"
+#include "engine/ops.h"
 #include "kernels/dequantize.h"
 #include "kernels/half.h"
 
@@ -27,20 +28,6 @@ std::vector<float> vec(const Weight& w) {
     dequantize(w, 0, out.data());
   }
   return out;
-}
-
-// RMSNorm (Zhang & Sennrich 2019): x / sqrt(mean(x^2) + eps) * weight, the
-// sum of squares in double and the scale applied before the weight, as
-// ggml_compute_forward_rms_norm followed by ggml_mul.
-void rms_norm(const float* x, const float* weight, float* out, size_t n, float eps) {
-  double ss = 0;
-  for (size_t i = 0; i < n; ++i) ss += double{x[i]} * x[i];
-  const float scale = 1.0f / std::sqrt(static_cast<float>(ss / static_cast<double>(n)) + eps);
-  for (size_t i = 0; i < n; ++i) out[i] = (x[i] * scale) * weight[i];
-}
-
-float silu(float x) {
-  return x / (1.0f + std::exp(-x));
 }
 
 float round_f16(float v) {
@@ -100,27 +87,20 @@ void Forward::eval_batch(std::span<const int32_t> tokens, bool all_logits, float
   // final norm; the others are never computed.
   const size_t first = all_logits ? 0 : n - 1, n_rows = n - first;
   for (size_t t = first; t < n; ++t) {
-    rms_norm(x_.data() + t * hp_.n_embd, output_norm_.data(), h_.data() + (t - first) * hp_.n_embd,
-             hp_.n_embd, hp_.rms_eps);
+    ops::rms_norm(x_.data() + t * hp_.n_embd, output_norm_.data(),
+                  h_.data() + (t - first) * hp_.n_embd, hp_.n_embd, hp_.rms_eps);
   }
   multiply({{&m_.output(), logits}}, h_.data(), hp_.n_embd, n_rows);
 }
 
-// cos and sin of each position's rotation angles, for every head and layer.
-// As ggml's rope: theta_i = pos * base^(-2i / n_rot) by repeated float
-// multiplication, divided by the frequency factor when the model has them.
+// The rotation angles of each position of the batch, shared by every head
+// and layer.
 void Forward::rope_tables(size_t n, size_t pos0) {
   const uint32_t half = hp_.n_rot / 2;
   cos_.resize(n * half), sin_.resize(n * half);
-  const float theta_scale = std::pow(hp_.rope_base, -2.0f / static_cast<float>(hp_.n_rot));
   for (size_t t = 0; t < n; ++t) {
-    float theta = static_cast<float>(pos0 + t);
-    for (uint32_t i = 0; i < half; ++i) {
-      const float angle = freq_factors_.empty() ? theta : theta / freq_factors_[i];
-      cos_[t * half + i] = std::cos(angle);
-      sin_[t * half + i] = std::sin(angle);
-      theta *= theta_scale;
-    }
+    ops::rope_angles(pos0 + t, hp_, freq_factors_.empty() ? nullptr : freq_factors_.data(),
+                     cos_.data() + t * half, sin_.data() + t * half);
   }
 }
 
@@ -132,8 +112,8 @@ void Forward::layer(uint32_t il, size_t n, size_t pos0) {
 
   // attention_norm
   for (size_t t = 0; t < n; ++t) {
-    rms_norm(x_.data() + t * n_embd, lv.attn_norm.data(), h_.data() + t * n_embd, n_embd,
-             hp_.rms_eps);
+    ops::rms_norm(x_.data() + t * n_embd, lv.attn_norm.data(), h_.data() + t * n_embd, n_embd,
+                  hp_.rms_eps);
   }
   // qkv
   multiply({{&l.wq, q_.data()}, {&l.wk, k_.data()}, {&l.wv, v_.data()}}, h_.data(), n_embd, n);
@@ -142,15 +122,7 @@ void Forward::layer(uint32_t il, size_t n, size_t pos0) {
   // halves, the queries rounded to halves too (ggml converts Q to the
   // cache's type for the K dot products).
   const auto rotate = [&](float* head, size_t t) {
-    const float* c = cos_.data() + t * half;
-    const float* s = sin_.data() + t * half;
-    const bool neox = m_.arch().rope == RopeStyle::NeoX;
-    for (uint32_t i = 0; i < half; ++i) {
-      const size_t a = neox ? i : 2 * i, b = neox ? i + half : 2 * i + 1;
-      const float x0 = head[a], x1 = head[b];
-      head[a] = x0 * c[i] - x1 * s[i];
-      head[b] = x0 * s[i] + x1 * c[i];
-    }
+    ops::rope(head, cos_.data() + t * half, sin_.data() + t * half, hp_.n_rot, m_.arch().rope);
   };
   uint16_t* k_cache = cache_.k(il);
   uint16_t* v_cache = cache_.v(il);
@@ -163,11 +135,13 @@ void Forward::layer(uint32_t il, size_t n, size_t pos0) {
       for (size_t i = 0; i < lv.bk.size(); ++i) k[i] += lv.bk[i];
       for (size_t i = 0; i < lv.bv.size(); ++i) v[i] += lv.bv[i];
       for (uint32_t h = 0; h < hp_.n_head; ++h) {
-        if (!lv.q_norm.empty()) rms_norm(q + h * hd, lv.q_norm.data(), q + h * hd, hd, hp_.rms_eps);
+        if (!lv.q_norm.empty())
+          ops::rms_norm(q + h * hd, lv.q_norm.data(), q + h * hd, hd, hp_.rms_eps);
         rotate(q + h * hd, t);
       }
       for (uint32_t h = 0; h < hp_.n_head_kv; ++h) {
-        if (!lv.k_norm.empty()) rms_norm(k + h * hd, lv.k_norm.data(), k + h * hd, hd, hp_.rms_eps);
+        if (!lv.k_norm.empty())
+          ops::rms_norm(k + h * hd, lv.k_norm.data(), k + h * hd, hd, hp_.rms_eps);
         rotate(k + h * hd, t);
       }
       for (size_t i = 0; i < q_dim; ++i) q[i] = round_f16(q[i]);
@@ -199,13 +173,13 @@ void Forward::layer(uint32_t il, size_t n, size_t pos0) {
 
   // ffn_norm, SwiGLU feed-forward (Shazeer 2020): down(silu(gate) * up)
   for (size_t t = 0; t < n; ++t) {
-    rms_norm(x_.data() + t * n_embd, lv.ffn_norm.data(), h_.data() + t * n_embd, n_embd,
-             hp_.rms_eps);
+    ops::rms_norm(x_.data() + t * n_embd, lv.ffn_norm.data(), h_.data() + t * n_embd, n_embd,
+                  hp_.rms_eps);
   }
   multiply({{&l.w_gate, gate_.data()}, {&l.w_up, up_.data()}}, h_.data(), n_embd, n);
   const size_t n_ff = hp_.n_ff;
   pool_->parallel_for(n * n_ff, [&](size_t begin, size_t end) {
-    for (size_t i = begin; i < end; ++i) gate_[i] = silu(gate_[i]) * up_[i];
+    for (size_t i = begin; i < end; ++i) gate_[i] = ops::silu(gate_[i]) * up_[i];
   });
   multiply({{&l.w_down, h_.data()}}, gate_.data(), n_ff, n);
   for (size_t i = 0; i < n * n_embd; ++i) x_[i] += h_[i];

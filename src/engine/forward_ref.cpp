@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "base/check.h"
+#include "engine/ops.h"
 #include "kernels/dequantize.h"
 #include "kernels/half.h"
 
@@ -91,7 +92,7 @@ std::vector<float> as_dot_operand(gguf::GgmlType type, std::span<const float> x)
 // is not q / iscale), and bsums = the sums of q over each 16 values.
 struct Q8K {
   std::vector<int8_t> q;
-  std::vector<float> d;       // per 256
+  std::vector<float> d;        // per 256
   std::vector<int32_t> bsums;  // per 16
 };
 
@@ -151,7 +152,8 @@ float dot_q6_k(const uint8_t* row, const Q8K& y, size_t n) {
       lane[e % 32 / 4] += sc[e / 16] * (nib | hi << 4) * q8[e];
     }
     for (size_t k = 0; k < 8; ++k) {
-      lane[k] -= 32 * (y.bsums[b * 16 + 2 * k] * sc[2 * k] + y.bsums[b * 16 + 2 * k + 1] * sc[2 * k + 1]);
+      lane[k] -=
+          32 * (y.bsums[b * 16 + 2 * k] * sc[2 * k] + y.bsums[b * 16 + 2 * k + 1] * sc[2 * k + 1]);
       acc[k] = std::fma(d, static_cast<float>(lane[k]), acc[k]);
     }
   }
@@ -223,14 +225,16 @@ std::vector<float> matvec(const Weight& w, std::span<const float> x_in) {
   if (t.type.type == gguf::GgmlType::Q6_K) {
     const Q8K xq = quantize_q8_k(x_in);
     std::vector<float> y(w.n_out);
-    for (uint64_t j = 0; j < w.n_out; ++j) y[j] = dot_q6_k(reinterpret_cast<const uint8_t*>(t.data.data()) + j * row_bytes, xq, w.n_in);
+    for (uint64_t j = 0; j < w.n_out; ++j)
+      y[j] = dot_q6_k(reinterpret_cast<const uint8_t*>(t.data.data()) + j * row_bytes, xq, w.n_in);
     return y;
   }
   if (t.type.type == gguf::GgmlType::Q4_1 || t.type.type == gguf::GgmlType::Q5_1) {
     const Q8_1 xq = quantize_q8_1(x_in);
     std::vector<float> y(w.n_out);
     for (uint64_t j = 0; j < w.n_out; ++j) {
-      y[j] = dot_q4_1_q5_1(t.type.type, reinterpret_cast<const uint8_t*>(t.data.data()) + j * row_bytes, xq, w.n_in);
+      y[j] = dot_q4_1_q5_1(
+          t.type.type, reinterpret_cast<const uint8_t*>(t.data.data()) + j * row_bytes, xq, w.n_in);
     }
     return y;
   }
@@ -249,69 +253,13 @@ void add(std::span<float> x, std::span<const float> y) {
   for (size_t i = 0; i < x.size(); ++i) x[i] += y[i];
 }
 
-// RMSNorm (Zhang & Sennrich 2019): x / sqrt(mean(x^2) + eps) * weight, in
-// the float steps of ggml's ggml_compute_forward_rms_norm_f32: each square
-// rounded to float and summed in double, the mean and 1/sqrtf(mean + eps)
-// in float, then (x * scale) * weight (the separate or fused ggml_mul).
+// The steps of ops.h on whole vectors.
 void rms_norm(std::span<float> x, std::span<const float> weight, float eps) {
-  double ss = 0;
-  for (float v : x) ss += static_cast<double>(v * v);
-  const auto mean = static_cast<float>(ss / static_cast<double>(x.size()));
-  const float scale = 1.0f / std::sqrt(mean + eps);
-  for (size_t i = 0; i < x.size(); ++i) x[i] = x[i] * scale * weight[i];
+  ops::rms_norm(x.data(), weight.data(), x.data(), x.size(), eps);
 }
 
-// Rotary position embedding (Su et al. 2021, RoFormer) of one head at `pos`:
-// pair i turns by pos * base^(-2i / n_rot) (divided by freq_factors[i] when
-// the model has them, Llama 3.1's long-context scaling). The angles are
-// made as ggml's ggml_rope_cache_init makes them, in float: theta starts at
-// pos and is multiplied by theta_scale = powf(base, -2 / n_rot) once per
-// pair, so its rounding error grows along the head; cosf and sinf of it.
-// A double-precision angle differs by up to ~1e-5 at later positions,
-// enough to move these sensitive models.
-void rope(std::span<float> head, size_t pos, const Hparams& hp, RopeStyle style,
-          std::span<const float> freq_factors) {
-  const uint32_t half = hp.n_rot / 2;
-  const float theta_scale = std::pow(hp.rope_base, -2.0f / static_cast<float>(hp.n_rot));
-  float theta = static_cast<float>(pos);
-  for (uint32_t i = 0; i < half; ++i, theta *= theta_scale) {
-    const float t = freq_factors.empty() ? theta : theta / freq_factors[i];
-    const float c = std::cos(t), s = std::sin(t);
-    const size_t a = style == RopeStyle::Adjacent ? 2 * i : i;
-    const size_t b = style == RopeStyle::Adjacent ? 2 * i + 1 : i + half;
-    const float x0 = head[a], x1 = head[b];
-    // ggml's rotate_pairs writes x0*cos - x1*sin and x0*sin + x1*cos; GCC
-    // (ggml's -march=native build, fp-contract=fast) fuses the first
-    // product into an fma. This form makes qwen2 match best (not yet
-    // checked against ggml_rope_ext itself).
-    head[a] = std::fma(x0, c, -(x1 * s));
-    head[b] = std::fma(x0, s, x1 * c);
-  }
-}
-
-// exp(x) as ggml's AVX-512 ggml_v_expf computes it (after ARM's optimized
-// routines): n = round(x / ln 2) by the 1.5 * 2^23 shifter, b = x - n ln 2
-// in two fma steps (ln 2 split in a high and a low part), a degree-5
-// polynomial in b, scaled by 2^n. It differs from expf in the last bits,
-// which these models notice.
-float ggml_v_expf(float x) {
-  const float shifter = 0x1.8p23f;
-  const float z = std::fma(x, 0x1.715476p+0f, shifter);
-  const float n = z - shifter;
-  const float b = std::fma(-n, 0x1.7f7d1cp-20f, std::fma(-n, 0x1.62e4p-1f, x));
-  const float u = b * b;
-  const float j = std::fma(std::fma(std::fma(0x1.0e4020p-7f, b, 0x1.573e2ep-5f), u,
-                                    std::fma(0x1.555e66p-3f, b, 0x1.fffdb6p-2f)),
-                           u, std::fma(0x1.ffffecp-1f, b, 1.0f));
-  if (std::fabs(n) > 192) return n <= 0 ? INFINITY : 0.0f;  // as ggml's blend
-  return std::ldexp(j, static_cast<int>(n));
-}
-
-// SiLU (Elfwing et al. 2017) as ggml_v_silu: x / (1 + ggml_v_expf(0 - x)).
-// ggml_vec_swiglu_f32 uses it for every 16 values and expf for a tail; the
-// models' feed-forward widths are multiples of 16.
 float silu(float x) {
-  return x / (1.0f + ggml_v_expf(0.0f - x));
+  return ops::silu(x);
 }
 
 }  // namespace
@@ -344,6 +292,9 @@ std::span<const float> ReferenceForward::step(int32_t token) {
   const uint32_t hd = hp.head_dim, kv_dim = hp.n_head_kv * hd, group = hp.n_head / hp.n_head_kv;
 
   std::vector<float> x = row(m_.token_embd(), static_cast<uint64_t>(token));  // (n_embd)
+  std::vector<float> cos(hp.n_rot / 2), sin(hp.n_rot / 2);
+  ops::rope_angles(pos_, hp, freq_factors_.empty() ? nullptr : freq_factors_.data(), cos.data(),
+                   sin.data());
   for (uint32_t il = 0; il < hp.n_layer; ++il) {
     const Layer& l = m_.layers()[il];
 
@@ -360,12 +311,12 @@ std::span<const float> ReferenceForward::step(int32_t token) {
     for (uint32_t hh = 0; hh < hp.n_head; ++hh) {
       std::span<float> head(q.data() + hh * hd, hd);
       if (!lv.q_norm.empty()) rms_norm(head, lv.q_norm, hp.rms_eps);
-      rope(head, pos_, hp, m_.arch().rope, freq_factors_);
+      ops::rope(head.data(), cos.data(), sin.data(), hp.n_rot, m_.arch().rope);
     }
     for (uint32_t hh = 0; hh < hp.n_head_kv; ++hh) {
       std::span<float> head(k.data() + hh * hd, hd);
       if (!lv.k_norm.empty()) rms_norm(head, lv.k_norm, hp.rms_eps);
-      rope(head, pos_, hp, m_.arch().rope, freq_factors_);
+      ops::rope(head.data(), cos.data(), sin.data(), hp.n_rot, m_.arch().rope);
     }
     // The cache holds half precision, as llama.cpp's (F16) does.
     for (float& e : k) e = round_f16(e);

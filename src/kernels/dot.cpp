@@ -108,35 +108,42 @@ void operand_to_floats(GgmlType operand, const void* a, float* y, size_t n) {
   }
 }
 
-// Q4_1 and Q5_1 keep their offset m out of the products, as ggml does:
-// dot = sum over blocks of d * d8 * sum(q * q8) + m * s8.
+// Q4_1 and Q5_1 keep their offset m out of the products, as ggml's
+// ggml_vec_dot_q4_1_q8_1 and _q5_1_q8_1 (AVX2) do, in their float order:
+// lane k of each block holds the integer dot of values 4k..4k+3,
+// accumulated per lane as fma(d * d8, lane, acc); m * s8 goes to a
+// separate float sum; the result is hsum_float_8(acc) + that sum.
 template <GgmlType kType>
 float dot_with_offset(size_t n, const void* w, const void* a) {
-  double sum = 0;
+  float acc[8] = {}, summs = 0;
   for (size_t i = 0; i < n / kBlock; ++i) {
     const auto y = load<BlockQ8_1>(a, i);
-    int sumi = 0;
+    int q[kBlock];
     float d, m;
     if constexpr (kType == GgmlType::Q4_1) {
       const auto x = load<BlockQ4_1>(w, i);
-      for (int j = 0; j < kBlock / 2; ++j) {
-        sumi += (x.qs[j] & 0x0F) * y.qs[j] + (x.qs[j] >> 4) * y.qs[j + kBlock / 2];
-      }
+      for (int j = 0; j < kBlock / 2; ++j) q[j] = x.qs[j] & 0x0F, q[j + 16] = x.qs[j] >> 4;
       d = f16_to_f32(x.d), m = f16_to_f32(x.m);
     } else {
       const auto x = load<BlockQ5_1>(w, i);
       uint32_t qh;
       std::memcpy(&qh, x.qh, 4);
       for (int j = 0; j < kBlock / 2; ++j) {
-        const int lo = (x.qs[j] & 0x0F) | (((qh >> j) & 1) << 4);
-        const int hi = (x.qs[j] >> 4) | (((qh >> (j + 16)) & 1) << 4);
-        sumi += lo * y.qs[j] + hi * y.qs[j + kBlock / 2];
+        q[j] = (x.qs[j] & 0x0F) | (((qh >> j) & 1) << 4);
+        q[j + 16] = (x.qs[j] >> 4) | (((qh >> (j + 16)) & 1) << 4);
       }
       d = f16_to_f32(x.d), m = f16_to_f32(x.m);
     }
-    sum += double{d * f16_to_f32(y.d)} * sumi + double{m} * f16_to_f32(y.s);
+    summs = std::fma(m, f16_to_f32(y.s), summs);
+    const float dd = d * f16_to_f32(y.d);
+    for (int k = 0; k < 8; ++k) {
+      int lane = 0;
+      for (int e = 4 * k; e < 4 * k + 4; ++e) lane += q[e] * y.qs[e];
+      acc[k] = std::fma(dd, static_cast<float>(lane), acc[k]);
+    }
   }
-  return static_cast<float>(sum);
+  // hsum_float_8's order.
+  return ((acc[4] + acc[0]) + (acc[6] + acc[2])) + ((acc[5] + acc[1]) + (acc[7] + acc[3])) + summs;
 }
 
 // The reference: both rows as floats, summed in double.

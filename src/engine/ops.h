@@ -1,0 +1,85 @@
+// The element-wise steps of a layer, in the float arithmetic of ggml's CPU
+// backend: the tiny random test models amplify last-bit differences, so the
+// order of operations and the exp approximation are part of matching
+// llama.cpp. Shared by Forward and ReferenceForward. Pure functions.
+#pragma once
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+
+#include "engine/model.h"
+
+namespace quip::engine::ops {
+
+// RMSNorm (Zhang & Sennrich 2019): x / sqrt(mean(x^2) + eps) * weight, in
+// the steps of ggml_compute_forward_rms_norm_f32: each square rounded to
+// float and summed in double, the mean and 1 / sqrtf(mean + eps) in float,
+// then (x * scale) * weight (the separate ggml_mul). out may be x.
+inline void rms_norm(const float* x, const float* weight, float* out, size_t n, float eps) {
+  double ss = 0;
+  for (size_t i = 0; i < n; ++i) ss += static_cast<double>(x[i] * x[i]);
+  const auto mean = static_cast<float>(ss / static_cast<double>(n));
+  const float scale = 1.0f / std::sqrt(mean + eps);
+  for (size_t i = 0; i < n; ++i) out[i] = (x[i] * scale) * weight[i];
+}
+
+// The cos and sin of the rotary embedding (Su et al. 2021, RoFormer) at
+// `pos`, n_rot / 2 of each: pair i turns by pos * base^(-2i / n_rot),
+// divided by freq_factors[i] when the model has them (Llama 3.1's long
+// context scaling). As ggml_rope_cache_init, in float: theta starts at pos
+// and is multiplied by theta_scale = powf(base, -2 / n_rot) once per pair;
+// a double-precision angle differs by ~1e-5 at later positions, which the
+// test models notice.
+inline void rope_angles(size_t pos, const Hparams& hp, const float* freq_factors, float* cos_out,
+                        float* sin_out) {
+  const float theta_scale = std::pow(hp.rope_base, -2.0f / static_cast<float>(hp.n_rot));
+  float theta = static_cast<float>(pos);
+  for (uint32_t i = 0; i < hp.n_rot / 2; ++i, theta *= theta_scale) {
+    const float t = freq_factors != nullptr ? theta / freq_factors[i] : theta;
+    cos_out[i] = std::cos(t);
+    sin_out[i] = std::sin(t);
+  }
+}
+
+// Rotates one head by the angles of rope_angles: pairs (2i, 2i+1) for
+// llama (whose converter permuted the Q/K rows), (i, i + n_rot/2) for NeoX.
+// As ggml's rotate_pairs built with fp-contract=fast: the first product of
+// each output fused into an fma.
+inline void rope(float* head, const float* c, const float* s, uint32_t n_rot, RopeStyle style) {
+  const uint32_t half = n_rot / 2;
+  for (uint32_t i = 0; i < half; ++i) {
+    const size_t a = style == RopeStyle::Adjacent ? 2 * i : i;
+    const size_t b = style == RopeStyle::Adjacent ? 2 * i + 1 : i + half;
+    const float x0 = head[a], x1 = head[b];
+    head[a] = std::fma(x0, c[i], -(x1 * s[i]));
+    head[b] = std::fma(x0, s[i], x1 * c[i]);
+  }
+}
+
+// exp(x) as ggml's AVX-512 ggml_v_expf (after ARM's optimized routines):
+// n = round(x / ln 2) by the 1.5 * 2^23 shifter, b = x - n ln 2 in two fma
+// steps (ln 2 split in a high and a low part), a degree-5 polynomial in b,
+// scaled by 2^n; beyond |n| > 192, infinity or zero. It differs from expf
+// in the last bits.
+inline float ggml_v_expf(float x) {
+  const float shifter = 0x1.8p23f;
+  const float z = std::fma(x, 0x1.715476p+0f, shifter);
+  const float n = z - shifter;
+  const float b = std::fma(-n, 0x1.7f7d1cp-20f, std::fma(-n, 0x1.62e4p-1f, x));
+  const float u = b * b;
+  const float j = std::fma(std::fma(std::fma(0x1.0e4020p-7f, b, 0x1.573e2ep-5f), u,
+                                    std::fma(0x1.555e66p-3f, b, 0x1.fffdb6p-2f)),
+                           u, std::fma(0x1.ffffecp-1f, b, 1.0f));
+  if (std::fabs(n) > 192) return n > 0 ? INFINITY : 0.0f;
+  return std::ldexp(j, static_cast<int>(n));
+}
+
+// SiLU (Elfwing et al. 2017) as ggml_v_silu: x / (1 + ggml_v_expf(0 - x)).
+// (ggml_vec_swiglu_f32 uses it for every 16 values and expf for a tail;
+// feed-forward widths are multiples of 16.)
+inline float silu(float x) {
+  return x / (1.0f + ggml_v_expf(0.0f - x));
+}
+
+}  // namespace quip::engine::ops
