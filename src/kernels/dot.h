@@ -62,7 +62,7 @@ void to_operand(gguf::GgmlType operand, const float* x, void* dst, size_t n);
 // block size.
 using DotFn = void (*)(size_t n, const void* w, size_t w_stride, size_t nrows, const void* a,
                        size_t a_stride, int ncols, float* out, size_t out_stride);
-inline constexpr int kMaxCols = 4;
+inline constexpr int kMaxCols = 8;
 
 // The dot function for weights of `type` on `isa` (the reference when that
 // instruction set has no faster one). PRECONDITIONS: has_dot(type).
