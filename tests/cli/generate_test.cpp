@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <csignal>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -152,6 +153,21 @@ TEST(GenerateCli, StopsAtTheContextEnd) {
       run_json({"--raw", "-m", model_path(), "-c", "10", "--ignore-eos", "Once upon a time"});
   EXPECT_EQ(j.at("stop"), "context");
   EXPECT_EQ(j.at("prompt_tokens").size() + j.at("tokens").size(), 10u);
+}
+
+// Ctrl-C: generation stops at once, what was generated is printed, exit
+// status 130.
+TEST(GenerateCli, InterruptPrintsWhatWasGeneratedAndExits130) {
+  QUIP_REQUIRE_SHARED();
+  const std::vector<std::string> args = {"--raw",  "-m", model_path(), "--ignore-eos",    "-c",
+                                         "100000", "-t", "1",          "Once upon a time"};
+  testing::RunOptions options;
+  options.signal_on_output = SIGINT;
+  const testing::RunResult r = run_quip(args, options);
+  EXPECT_EQ(r.status, kExitInterrupted) << testing::describe(args, r);
+  EXPECT_FALSE(r.killed) << "quip must catch SIGINT, print what it has and exit";
+  EXPECT_FALSE(r.out.empty());
+  EXPECT_EQ(r.err, "");
 }
 
 TEST(BenchCli, ReportsPromptAndGenerationSpeed) {

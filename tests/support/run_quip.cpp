@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -59,6 +60,19 @@ RunResult run_quip(const std::vector<std::string>& args, const RunOptions& optio
     ADD_FAILURE() << "cannot start " << QUIP_BINARY << ": " << std::strerror(rc);
     return r;
   }
+  if (options.signal_on_output != 0) {
+    std::error_code ec;
+    for (int waited = 0; waited < 60'000; waited += 5) {
+      if (std::filesystem::file_size(out_path, ec) > 0 && !ec) break;
+      int ignored;
+      if (::waitpid(pid, &ignored, WNOHANG) == pid) {
+        ADD_FAILURE() << "quip exited before writing anything";
+        return r;
+      }
+      ::usleep(5000);
+    }
+    ::kill(pid, options.signal_on_output);
+  }
   int wstatus = 0;
   while (::waitpid(pid, &wstatus, 0) < 0) {
     if (errno != EINTR) {
@@ -70,6 +84,7 @@ RunResult run_quip(const std::vector<std::string>& args, const RunOptions& optio
     r.status = WEXITSTATUS(wstatus);
   } else if (WIFSIGNALED(wstatus)) {
     r.status = 128 + WTERMSIG(wstatus);
+    r.killed = true;
   }
   if (options.stdout_to.empty()) r.out = read_file(out_path);
   r.err = read_file(err_path);

@@ -25,14 +25,18 @@ class TempDir {
 };
 
 struct RunResult {
-  int status = -1;  // the exit status, or 128 + signal number
-  std::string out;  // empty when stdout went elsewhere
+  int status = -1;      // the exit status, or 128 + signal number
+  bool killed = false;  // ended by a signal rather than exit()
+  std::string out;      // empty when stdout went elsewhere
   std::string err;
 };
 
 struct RunOptions {
   std::string stdin_from = "/dev/null";
   std::string stdout_to;  // a file to send stdout to instead of capturing it
+  // A signal to send the process (if not 0) once it has written something
+  // to stdout (a file here, so not with stdout_to).
+  int signal_on_output = 0;
 };
 
 // Runs QUIP_BINARY with `args`; a start failure is a test failure.
