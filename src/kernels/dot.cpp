@@ -234,7 +234,7 @@ Isa detected_isa() {
                     __builtin_cpu_supports("f16c");
   const bool avx512 = avx2 && __builtin_cpu_supports("avx512f") &&
                       __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
-                      __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vnni");
+                      __builtin_cpu_supports("avx512vnni");
   if (avx512) return Isa::Avx512;
   if (avx2) return Isa::Avx2;
 #endif

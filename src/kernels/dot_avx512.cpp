@@ -1,5 +1,5 @@
 // The AVX-512 kernels: the AVX2 code with VNNI's one-instruction 8-bit dot
-// products (vpdpbusd); CMake compiles this file alone with AVX-512 F, BW, VL,
-// DQ and VNNI enabled.
+// products (vpdpbusd); CMake compiles this file alone with AVX-512 F, BW, VL
+// and VNNI enabled.
 #define QUIP_X86_NAMESPACE avx512
 #include "kernels/dot_x86.inc"

@@ -8,72 +8,34 @@
 
 #include <algorithm>
 #include <cmath>
-#include <nlohmann/json.hpp>
+#include <memory>
 
+#include "engine/reference_outputs.h"
 #include "support/shared.h"
 
 namespace quip::engine {
 namespace {
 
-double tolerance_for(const std::string& file) {
-  for (const char* t : {"q2_k", "q3_k"}) {
-    if (file.find(t) != std::string::npos) return 0.25;
-  }
-  for (const char* t : {"f16", "bf16", "q8_0", "llama-2-tiny"}) {
-    if (file.find(t) != std::string::npos) return 0.02;
-  }
-  return 0.1;
-}
-
 class ReferenceModels : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(ReferenceModels, TeacherForcedLogprobsMatchLlamaCpp) {
   QUIP_REQUIRE_SHARED();
-  static const nlohmann::json ref = nlohmann::json::parse(
-      testing::read_file(testing::shared_dir() / "models" / "reference.json"));
-  const nlohmann::json* entry = nullptr;
-  for (const auto& m : ref.at("models")) {
-    if (m.at("model") == GetParam()) entry = &m;
-  }
-  ASSERT_NE(entry, nullptr);
   auto file = gguf::GgufFile::open((testing::shared_dir() / "models" / GetParam()).string());
   ASSERT_TRUE(file.ok()) << file.error().message;
   auto model = Model::bind(*file);
   ASSERT_TRUE(model.ok()) << model.error().message;
-  const double tol = tolerance_for(GetParam());
-
-  double worst = 0;
-  std::string where;
-  size_t argmax_misses = 0;
-  for (const auto& c : entry->at("completions")) {
-    ReferenceForward fwd(*model);
-    std::span<const float> logits;
-    for (int32_t t : c.at("prompt_tokens")) logits = fwd.step(t);
-    const auto& steps = c.at("steps");
-    for (size_t i = 0; i < steps.size(); ++i) {
-      if (i > 0) logits = fwd.step(steps[i - 1].at("id").get<int32_t>());
-      const std::vector<double> lp = log_softmax(logits);
-      const auto& top = steps[i].at("top");
-      for (const auto& pair : top) {
-        const auto id = pair[0].get<size_t>();
-        const double want = pair[1].get<double>();
-        if (std::abs(lp[id] - want) > worst) {
-          worst = std::abs(lp[id] - want);
-          where = "prompt '" + c.at("text").get<std::string>().substr(0, 20) + "' step " +
-                  std::to_string(i) + " token " + std::to_string(id);
-        }
-      }
-      const double gap = top[0][1].get<double>() - top[1][1].get<double>();
-      if (gap > 0.05) {
-        const auto argmax =
-            static_cast<size_t>(std::max_element(lp.begin(), lp.end()) - lp.begin());
-        if (argmax != top[0][0].get<size_t>()) ++argmax_misses;
-      }
-    }
-  }
-  RecordProperty("max_abs_logprob_error", std::to_string(worst));
-  EXPECT_LE(worst, tol) << "largest difference at " << where;
-  EXPECT_EQ(argmax_misses, 0u);
+  // One token at a time: the reference has no batches.
+  const reference::Comparison c = reference::compare_teacher_forced(GetParam(), [&] {
+    auto fwd = std::make_shared<ReferenceForward>(*model);
+    return [fwd](std::span<const int32_t> tokens) {
+      std::span<const float> logits;
+      for (int32_t t : tokens) logits = fwd->step(t);
+      return logits;
+    };
+  });
+  RecordProperty("max_abs_logprob_error", std::to_string(c.worst));
+  EXPECT_LE(c.worst, reference::tolerance_for(GetParam())) << "largest difference at " << c.where;
+  EXPECT_EQ(c.argmax_misses, 0u);
 }
 
 // The models this reference matches llama.cpp on so far. The others need

@@ -13,20 +13,11 @@
 #include <set>
 
 #include "engine/forward_ref.h"
+#include "engine/reference_outputs.h"
 #include "support/shared.h"
 
 namespace quip::engine {
 namespace {
-
-double tolerance_for(const std::string& file) {
-  for (const char* t : {"q2_k", "q3_k"}) {
-    if (file.find(t) != std::string::npos) return 0.25;
-  }
-  for (const char* t : {"f16", "bf16", "q8_0", "llama-2-tiny"}) {
-    if (file.find(t) != std::string::npos) return 0.02;
-  }
-  return 0.1;
-}
 
 // Models whose outputs quip does not match yet, by the comparison rules of
 // ../shared/README.md (the open part of issue #4). Their tests measure and
@@ -46,20 +37,11 @@ bool known_gap(const std::string& file) {
 }
 
 bool exact_greedy_expected(const std::string& file) {
-  return tolerance_for(file) == 0.02;
-}
-
-const nlohmann::json& reference() {
-  static const nlohmann::json ref = nlohmann::json::parse(
-      testing::read_file(testing::shared_dir() / "models" / "reference.json"));
-  return ref;
+  return reference::tolerance_for(file) == 0.02;
 }
 
 const nlohmann::json& entry_for(const std::string& file) {
-  for (const auto& m : reference().at("models")) {
-    if (m.at("model") == file) return m;
-  }
-  throw std::runtime_error("no reference for " + file);
+  return reference::reference_entry(file);
 }
 
 struct Loaded {
@@ -95,35 +77,14 @@ class SharedModels : public ::testing::TestWithParam<std::string> {};
 TEST_P(SharedModels, MatchesLlamaCpp) {
   QUIP_REQUIRE_SHARED();
   const auto loaded = load(GetParam());
-  const nlohmann::json& entry = entry_for(GetParam());
-  const double tol = tolerance_for(GetParam());
-  double worst = 0;
-  std::string where;
-  size_t argmax_misses = 0;
-  for (const auto& c : entry.at("completions")) {
-    Forward fwd(loaded->model, options(2));
-    const std::vector<int32_t> prompt = c.at("prompt_tokens");
-    std::span<const float> logits = fwd.eval(prompt);
-    const auto& steps = c.at("steps");
-    for (size_t i = 0; i < steps.size(); ++i) {
-      if (i > 0) {
-        const int32_t t = steps[i - 1].at("id");
-        logits = fwd.eval({&t, 1});
-      }
-      const std::vector<double> lp = log_softmax(logits);
-      const auto& top = steps[i].at("top");
-      for (const auto& pair : top) {
-        const double d = std::abs(lp[pair[0].get<size_t>()] - pair[1].get<double>());
-        if (d > worst) {
-          worst = d;
-          where = "prompt '" + c.at("text").get<std::string>().substr(0, 20) + "' step " +
-                  std::to_string(i);
-        }
-      }
-      const double gap = top[0][1].get<double>() - top[1][1].get<double>();
-      if (gap > 0.05 && argmax(logits) != top[0][0].get<size_t>()) ++argmax_misses;
-    }
-  }
+  const double tol = reference::tolerance_for(GetParam());
+  const reference::Comparison c = reference::compare_teacher_forced(GetParam(), [&] {
+    auto fwd = std::make_shared<Forward>(loaded->model, options(2));
+    return [fwd](std::span<const int32_t> tokens) { return fwd->eval(tokens); };
+  });
+  const double worst = c.worst;
+  const std::string& where = c.where;
+  const size_t argmax_misses = c.argmax_misses;
   RecordProperty("max_abs_logprob_error", std::to_string(worst));
   const bool pass = worst <= tol && argmax_misses == 0;
   if (known_gap(GetParam())) {

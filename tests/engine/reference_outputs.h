@@ -1,0 +1,36 @@
+// llama.cpp's reference outputs for the shared models
+// (../shared/models/reference.json) and the comparison rules of
+// ../shared/README.md, for the tests of both forward passes.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <span>
+#include <string>
+
+namespace quip::engine::reference {
+
+// The log-probability tolerance of a model file, by its tensor type: 0.02
+// for F32/F16/BF16/Q8_0, 0.25 for Q2_K/Q3_K, 0.1 for the other 4-6 bit types.
+double tolerance_for(const std::string& file);
+
+// The reference entry of a model file ({"model", "completions", "chat"}).
+const nlohmann::json& reference_entry(const std::string& file);
+
+// Feeds tokens at the next positions and returns the logits after the last.
+using Evaluator = std::function<std::span<const float>(std::span<const int32_t>)>;
+
+struct Comparison {
+  double worst = 0;          // the largest |log-probability error| over the reference's top 8
+  std::string where;         // the completion and step of it
+  size_t argmax_misses = 0;  // steps with a clear reference margin (> 0.05) and another argmax
+  bool within(double tolerance) const { return worst <= tolerance && argmax_misses == 0; }
+};
+
+// Teacher-forced comparison: for each reference completion, a fresh
+// evaluator gets the prompt (in one call), then each reference token.
+Comparison compare_teacher_forced(const std::string& file,
+                                  const std::function<Evaluator()>& fresh_evaluator);
+
+}  // namespace quip::engine::reference
