@@ -3,7 +3,9 @@
 // K-quants and IQ4_XS); `d` and `dmin` are IEEE half-precision bit patterns.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 namespace quip::kernels {
 
@@ -99,6 +101,20 @@ static_assert(sizeof(BlockQ4_K) == 144);
 static_assert(sizeof(BlockQ5_K) == 176);
 static_assert(sizeof(BlockQ6_K) == 210);
 static_assert(sizeof(BlockIQ4_XS) == 136);
+
+// Block i of a row, read and written by memcpy: a tensor in a GGUF file is
+// only as aligned as its offset, and a row inside it may start anywhere.
+template <class Block>
+Block load_block(const void* src, size_t i) {
+  Block b;
+  std::memcpy(&b, static_cast<const char*>(src) + i * sizeof(Block), sizeof(Block));
+  return b;
+}
+
+template <class Block>
+void store_block(void* dst, size_t i, const Block& b) {
+  std::memcpy(static_cast<char*>(dst) + i * sizeof(Block), &b, sizeof(Block));
+}
 
 // The non-linear 4-bit grid of IQ4_NL and IQ4_XS.
 inline constexpr int8_t kIQ4Values[16] = {-127, -104, -83, -65, -49, -35, -22, -10,

@@ -12,15 +12,6 @@ namespace {
 
 using gguf::GgmlType;
 
-// Blocks are read by memcpy: a tensor in a GGUF file is only as aligned as
-// its offset, and a row inside it may start anywhere.
-template <class Block>
-Block load(const void* src, size_t i) {
-  Block b;
-  std::memcpy(&b, static_cast<const char*>(src) + i * sizeof(Block), sizeof(Block));
-  return b;
-}
-
 void f32(const void* src, float* y, size_t n) {
   std::memcpy(y, src, n * sizeof(float));
 }
@@ -44,7 +35,7 @@ void bf16(const void* src, float* y, size_t n) {
 // x = d * (q - 8); nibble j holds element j, its high half element j + 16.
 void q4_0(const void* src, float* y, size_t n) {
   for (size_t i = 0; i < n / kBlock; ++i, y += kBlock) {
-    const auto b = load<BlockQ4_0>(src, i);
+    const auto b = load_block<BlockQ4_0>(src, i);
     const float d = f16_to_f32(b.d);
     for (int j = 0; j < kBlock / 2; ++j) {
       y[j] = static_cast<float>((b.qs[j] & 0x0F) - 8) * d;
@@ -56,7 +47,7 @@ void q4_0(const void* src, float* y, size_t n) {
 // x = d * q + m
 void q4_1(const void* src, float* y, size_t n) {
   for (size_t i = 0; i < n / kBlock; ++i, y += kBlock) {
-    const auto b = load<BlockQ4_1>(src, i);
+    const auto b = load_block<BlockQ4_1>(src, i);
     const float d = f16_to_f32(b.d), m = f16_to_f32(b.m);
     for (int j = 0; j < kBlock / 2; ++j) {
       y[j] = static_cast<float>(b.qs[j] & 0x0F) * d + m;
@@ -73,7 +64,7 @@ inline int q5_high(uint32_t qh, int j) {
 // x = d * (q - 16)
 void q5_0(const void* src, float* y, size_t n) {
   for (size_t i = 0; i < n / kBlock; ++i, y += kBlock) {
-    const auto b = load<BlockQ5_0>(src, i);
+    const auto b = load_block<BlockQ5_0>(src, i);
     const float d = f16_to_f32(b.d);
     uint32_t qh;
     std::memcpy(&qh, b.qh, 4);
@@ -87,7 +78,7 @@ void q5_0(const void* src, float* y, size_t n) {
 // x = d * q + m
 void q5_1(const void* src, float* y, size_t n) {
   for (size_t i = 0; i < n / kBlock; ++i, y += kBlock) {
-    const auto b = load<BlockQ5_1>(src, i);
+    const auto b = load_block<BlockQ5_1>(src, i);
     const float d = f16_to_f32(b.d), m = f16_to_f32(b.m);
     uint32_t qh;
     std::memcpy(&qh, b.qh, 4);
@@ -101,7 +92,7 @@ void q5_1(const void* src, float* y, size_t n) {
 // x = d * q
 void q8_0(const void* src, float* y, size_t n) {
   for (size_t i = 0; i < n / kBlock; ++i, y += kBlock) {
-    const auto b = load<BlockQ8_0>(src, i);
+    const auto b = load_block<BlockQ8_0>(src, i);
     const float d = f16_to_f32(b.d);
     for (int j = 0; j < kBlock; ++j) y[j] = static_cast<float>(b.qs[j]) * d;
   }
@@ -110,7 +101,7 @@ void q8_0(const void* src, float* y, size_t n) {
 // x = d * grid[q]
 void iq4_nl(const void* src, float* y, size_t n) {
   for (size_t i = 0; i < n / kBlock; ++i, y += kBlock) {
-    const auto b = load<BlockIQ4_NL>(src, i);
+    const auto b = load_block<BlockIQ4_NL>(src, i);
     const float d = f16_to_f32(b.d);
     for (int j = 0; j < kBlock / 2; ++j) {
       y[j] = d * kIQ4Values[b.qs[j] & 0x0F];
@@ -124,7 +115,7 @@ void iq4_nl(const void* src, float* y, size_t n) {
 // the half's 128 (two bits each, lowest first).
 void q2_k(const void* src, float* y, size_t n) {
   for (size_t i = 0; i < n / kSuper; ++i) {
-    const auto b = load<BlockQ2_K>(src, i);
+    const auto b = load_block<BlockQ2_K>(src, i);
     const float d = f16_to_f32(b.d), dmin = f16_to_f32(b.dmin);
     const uint8_t* q = b.qs;
     int is = 0;
@@ -146,7 +137,7 @@ void q2_k(const void* src, float* y, size_t n) {
 // scales 6 bits: low nibbles in bytes 0..7, high pairs in bytes 8..11.
 void q3_k(const void* src, float* y, size_t n) {
   for (size_t i = 0; i < n / kSuper; ++i) {
-    const auto b = load<BlockQ3_K>(src, i);
+    const auto b = load_block<BlockQ3_K>(src, i);
     const float d = f16_to_f32(b.d);
     int scales[16];
     for (int j = 0; j < 16; ++j) {
@@ -198,7 +189,7 @@ GroupPair group_pair(int g, const uint8_t* scales, float d, float dmin) {
 // 8 groups of 32: x = d * scale * q - dmin * min.
 void q4_k(const void* src, float* y, size_t n) {
   for (size_t i = 0; i < n / kSuper; ++i) {
-    const auto b = load<BlockQ4_K>(src, i);
+    const auto b = load_block<BlockQ4_K>(src, i);
     const float d = f16_to_f32(b.d), dmin = f16_to_f32(b.dmin);
     const uint8_t* q = b.qs;
     for (int g = 0; g < 8; g += 2, q += 32) {
@@ -212,7 +203,7 @@ void q4_k(const void* src, float* y, size_t n) {
 // As Q4_K with a fifth bit from qh (bit g of byte l for group g).
 void q5_k(const void* src, float* y, size_t n) {
   for (size_t i = 0; i < n / kSuper; ++i) {
-    const auto b = load<BlockQ5_K>(src, i);
+    const auto b = load_block<BlockQ5_K>(src, i);
     const float d = f16_to_f32(b.d), dmin = f16_to_f32(b.dmin);
     const uint8_t* q = b.qs;
     for (int g = 0; g < 8; g += 2, q += 32) {
@@ -231,7 +222,7 @@ void q5_k(const void* src, float* y, size_t n) {
 // 16 groups of 16: x = d * scale * (q - 32), q six bits (four in ql, two in qh).
 void q6_k(const void* src, float* y, size_t n) {
   for (size_t i = 0; i < n / kSuper; ++i) {
-    const auto b = load<BlockQ6_K>(src, i);
+    const auto b = load_block<BlockQ6_K>(src, i);
     const float d = f16_to_f32(b.d);
     const uint8_t* ql = b.ql;
     const uint8_t* qh = b.qh;
@@ -255,7 +246,7 @@ void q6_k(const void* src, float* y, size_t n) {
 // 8 groups of 32: x = d * (scale - 32) * grid[q], scales six bits.
 void iq4_xs(const void* src, float* y, size_t n) {
   for (size_t i = 0; i < n / kSuper; ++i) {
-    const auto b = load<BlockIQ4_XS>(src, i);
+    const auto b = load_block<BlockIQ4_XS>(src, i);
     const float d = f16_to_f32(b.d);
     const uint8_t* q = b.qs;
     for (int g = 0; g < 8; ++g, y += 32, q += 16) {

@@ -19,18 +19,6 @@ namespace {
 
 using gguf::GgmlType;
 
-template <class Block>
-Block load(const void* src, size_t i) {
-  Block b;
-  std::memcpy(&b, static_cast<const char*>(src) + i * sizeof(Block), sizeof(Block));
-  return b;
-}
-
-template <class Block>
-void store(void* dst, size_t i, const Block& b) {
-  std::memcpy(static_cast<char*>(dst) + i * sizeof(Block), &b, sizeof(Block));
-}
-
 // Q8_0 and Q8_1 as ggml's x86 quantize_row_q8_0/q8_1 make them: d = amax /
 // 127, q = round-half-even(x * 127 / amax); Q8_1 adds s = d * sum(q).
 template <class Block>
@@ -48,7 +36,7 @@ void to_q8_32(const float* x, void* dst, size_t n) {
       sum += b.qs[j];
     }
     if constexpr (std::is_same_v<Block, BlockQ8_1>) b.s = f32_to_f16(d * static_cast<float>(sum));
-    store(dst, i, b);
+    store_block(dst, i, b);
   }
 }
 
@@ -74,7 +62,7 @@ void to_q8_k(const float* x, void* dst, size_t n) {
       }
       b.d = 1.0f / iscale;
     }
-    store(dst, i, b);
+    store_block(dst, i, b);
   }
 }
 
@@ -94,13 +82,13 @@ void operand_to_floats(GgmlType operand, const void* a, float* y, size_t n) {
   switch (operand) {
     case GgmlType::Q8_1:
       for (size_t i = 0; i < n / kBlock; ++i) {
-        const auto b = load<BlockQ8_1>(a, i);
+        const auto b = load_block<BlockQ8_1>(a, i);
         for (int j = 0; j < kBlock; ++j) y[i * kBlock + j] = f16_to_f32(b.d) * b.qs[j];
       }
       return;
     case GgmlType::Q8_K:
       for (size_t i = 0; i < n / kSuper; ++i) {
-        const auto b = load<BlockQ8_K>(a, i);
+        const auto b = load_block<BlockQ8_K>(a, i);
         for (int j = 0; j < kSuper; ++j) y[i * kSuper + j] = b.d * b.qs[j];
       }
       return;
@@ -117,15 +105,15 @@ template <GgmlType kType>
 float dot_with_offset(size_t n, const void* w, const void* a) {
   float acc[8] = {}, summs = 0;
   for (size_t i = 0; i < n / kBlock; ++i) {
-    const auto y = load<BlockQ8_1>(a, i);
+    const auto y = load_block<BlockQ8_1>(a, i);
     int q[kBlock];
     float d, m;
     if constexpr (kType == GgmlType::Q4_1) {
-      const auto x = load<BlockQ4_1>(w, i);
+      const auto x = load_block<BlockQ4_1>(w, i);
       for (int j = 0; j < kBlock / 2; ++j) q[j] = x.qs[j] & 0x0F, q[j + 16] = x.qs[j] >> 4;
       d = f16_to_f32(x.d), m = f16_to_f32(x.m);
     } else {
-      const auto x = load<BlockQ5_1>(w, i);
+      const auto x = load_block<BlockQ5_1>(w, i);
       uint32_t qh;
       std::memcpy(&qh, x.qh, 4);
       for (int j = 0; j < kBlock / 2; ++j) {

@@ -14,11 +14,6 @@ namespace {
 
 using gguf::GgmlType;
 
-template <class Block>
-void store(void* dst, size_t i, const Block& b) {
-  std::memcpy(static_cast<char*>(dst) + i * sizeof(Block), &b, sizeof(Block));
-}
-
 void f32(const float* x, void* dst, size_t n) {
   std::memcpy(dst, x, n * sizeof(float));
 }
@@ -40,7 +35,7 @@ void q8_0(const float* x, void* dst, size_t n) {
     BlockQ8_0 b{};
     b.d = f32_to_f16(d);
     for (int j = 0; j < kBlock; ++j) b.qs[j] = static_cast<int8_t>(std::roundf(x[j] * id));
-    store(dst, i, b);
+    store_block(dst, i, b);
   }
 }
 
@@ -61,7 +56,7 @@ void q4_0(const float* x, void* dst, size_t n) {
       const auto q1 = static_cast<uint8_t>(std::min(15, static_cast<int>(x[j + 16] * id + 8.5f)));
       b.qs[j] = static_cast<uint8_t>(q0 | (q1 << 4));
     }
-    store(dst, i, b);
+    store_block(dst, i, b);
   }
 }
 
@@ -87,7 +82,7 @@ void q5_0(const float* x, void* dst, size_t n) {
       qh |= static_cast<uint32_t>(q1 >> 4) << (j + 16);
     }
     for (int k = 0; k < 4; ++k) b.qh[k] = static_cast<uint8_t>(qh >> (8 * k));
-    store(dst, i, b);
+    store_block(dst, i, b);
   }
 }
 
@@ -248,7 +243,7 @@ void q4_k(const float* x, void* dst, size_t n) {
         b.qs[j / 2 + l] = static_cast<uint8_t>(levels[j + l] | (levels[j + l + 32] << 4));
       }
     }
-    store(dst, i, b);
+    store_block(dst, i, b);
   }
 }
 
@@ -320,7 +315,7 @@ void q6_k(const float* x, void* dst, size_t n) {
     }
     BlockQ6_K b{};
     if (max_abs_scale < kGroupMaxEps) {  // the block is all zeros
-      store(dst, i, b);
+      store_block(dst, i, b);
       continue;
     }
     const float iscale = -128.0f / max_scale;
@@ -349,7 +344,7 @@ void q6_k(const float* x, void* dst, size_t n) {
                                      ((q[l + 64] >> 4) << 4) | ((q[l + 96] >> 4) << 6));
       }
     }
-    store(dst, i, b);
+    store_block(dst, i, b);
   }
 }
 
