@@ -1,5 +1,9 @@
 #include "kernels/dot.h"
 
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
+
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -217,14 +221,24 @@ std::string_view isa_name(Isa isa) {
 
 Isa detected_isa() {
 #if defined(__x86_64__)
-  __builtin_cpu_init();
-  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                    __builtin_cpu_supports("f16c");
-  const bool avx512 = avx2 && __builtin_cpu_supports("avx512f") &&
-                      __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
-                      __builtin_cpu_supports("avx512vnni");
-  if (avx512) return Isa::Avx512;
-  if (avx2) return Isa::Avx2;
+  // The CPU must have the instructions (CPUID) and the OS must save their
+  // registers on a context switch (XCR0, read by XGETBV): a CPU flag alone
+  // is not enough, as some virtual machines list features they disabled.
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return Isa::Reference;
+  const bool fma = ecx & (1u << 12), osxsave = ecx & (1u << 27), f16c = ecx & (1u << 29);
+  if (!osxsave) return Isa::Reference;
+  uint32_t xcr0_lo = 0, xcr0_hi = 0;
+  __asm__("xgetbv" : "=a"(xcr0_lo), "=d"(xcr0_hi) : "c"(0));
+  const bool os_avx = (xcr0_lo & 0x6) == 0x6;       // XMM and YMM state
+  const bool os_avx512 = (xcr0_lo & 0xE6) == 0xE6;  // and opmask, ZMM state
+  if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return Isa::Reference;
+  const bool avx2 = ebx & (1u << 5);
+  const bool avx512 = (ebx & (1u << 16)) && (ebx & (1u << 30)) && (ebx & (1u << 31)) &&
+                      (ecx & (1u << 11));  // F, BW, VL, VNNI
+  if (os_avx && avx2 && fma && f16c) {
+    return os_avx512 && avx512 ? Isa::Avx512 : Isa::Avx2;
+  }
 #endif
   return Isa::Reference;
 }

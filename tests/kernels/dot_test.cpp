@@ -7,6 +7,9 @@
 
 #include <cmath>
 #include <cstring>
+#include <fstream>
+#include <set>
+#include <sstream>
 #include <random>
 #include <string>
 #include <vector>
@@ -221,6 +224,32 @@ TEST(Dot, SimdKernelsMatchTheReference) {
       }
     }
   }
+}
+
+// CPUID and XGETBV against the kernel's own account of this CPU.
+TEST(Dot, DetectionAgreesWithProcCpuinfo) {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  std::set<std::string> flags;
+  while (std::getline(in, line)) {
+    if (line.rfind("flags", 0) != 0) continue;
+    std::istringstream words(line.substr(line.find(':') + 1));
+    for (std::string w; words >> w;) flags.insert(w);
+    break;
+  }
+  if (flags.empty()) GTEST_SKIP() << "no /proc/cpuinfo flags here";
+  const auto has = [&](std::initializer_list<const char*> names) {
+    for (const char* n : names) {
+      if (flags.count(n) == 0) return false;
+    }
+    return true;
+  };
+  Isa expected = Isa::Reference;
+  if (has({"avx2", "fma", "f16c"})) expected = Isa::Avx2;
+  if (expected == Isa::Avx2 && has({"avx512f", "avx512bw", "avx512vl", "avx512_vnni"})) {
+    expected = Isa::Avx512;
+  }
+  EXPECT_EQ(isa_name(detected_isa()), isa_name(expected));
 }
 
 TEST(Dot, QuipKernelsChoosesTheTable) {
