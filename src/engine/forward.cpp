@@ -41,6 +41,7 @@ Forward::Forward(const Model& model, const ForwardOptions& options)
       hp_(model.hparams()),
       isa_(options.isa),
       attend_(kernels::attend_function(options.isa, model.hparams().head_dim)),
+      swiglu_(kernels::swiglu_function(options.isa)),
       max_batch_(std::max<size_t>(1, options.max_batch)),
       pool_(std::make_unique<kernels::ThreadPool>(std::max(1, options.n_threads))),
       output_norm_(vec(model.output_norm())),
@@ -179,7 +180,7 @@ void Forward::layer(uint32_t il, size_t n, size_t pos0) {
   multiply({{&l.w_gate, gate_.data()}, {&l.w_up, up_.data()}}, h_.data(), n_embd, n);
   const size_t n_ff = hp_.n_ff;
   pool_->parallel_for(n * n_ff, [&](size_t begin, size_t end) {
-    for (size_t i = begin; i < end; ++i) gate_[i] = ops::silu(gate_[i]) * up_[i];
+    swiglu_(gate_.data() + begin, up_.data() + begin, gate_.data() + begin, end - begin);
   });
   multiply({{&l.w_down, h_.data()}}, gate_.data(), n_ff, n);
   for (size_t i = 0; i < n * n_embd; ++i) x_[i] += h_[i];

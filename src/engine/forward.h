@@ -23,6 +23,7 @@
 
 #include "engine/kv_cache.h"
 #include "engine/model.h"
+#include "kernels/activation.h"
 #include "kernels/attention.h"
 #include "kernels/dot.h"
 #include "kernels/thread_pool.h"
@@ -73,6 +74,7 @@ class Forward {
   const Hparams& hp_;
   kernels::Isa isa_;
   kernels::AttendFn attend_;
+  kernels::SwigluFn swiglu_;
   size_t max_batch_;
   std::unique_ptr<kernels::ThreadPool> pool_;
   std::vector<LayerVectors> layers_;

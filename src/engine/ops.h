@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "engine/model.h"
+#include "kernels/activation.h"
 
 namespace quip::engine::ops {
 
@@ -57,29 +58,9 @@ inline void rope(float* head, const float* c, const float* s, uint32_t n_rot, Ro
   }
 }
 
-// exp(x) as ggml's AVX-512 ggml_v_expf (after ARM's optimized routines):
-// n = round(x / ln 2) by the 1.5 * 2^23 shifter, b = x - n ln 2 in two fma
-// steps (ln 2 split in a high and a low part), a degree-5 polynomial in b,
-// scaled by 2^n; beyond |n| > 192, infinity or zero. It differs from expf
-// in the last bits.
-inline float ggml_v_expf(float x) {
-  const float shifter = 0x1.8p23f;
-  const float z = std::fma(x, 0x1.715476p+0f, shifter);
-  const float n = z - shifter;
-  const float b = std::fma(-n, 0x1.7f7d1cp-20f, std::fma(-n, 0x1.62e4p-1f, x));
-  const float u = b * b;
-  const float j = std::fma(std::fma(std::fma(0x1.0e4020p-7f, b, 0x1.573e2ep-5f), u,
-                                    std::fma(0x1.555e66p-3f, b, 0x1.fffdb6p-2f)),
-                           u, std::fma(0x1.ffffecp-1f, b, 1.0f));
-  if (std::fabs(n) > 192) return n > 0 ? INFINITY : 0.0f;
-  return std::ldexp(j, static_cast<int>(n));
-}
-
-// SiLU (Elfwing et al. 2017) as ggml_v_silu: x / (1 + ggml_v_expf(0 - x)).
-// (ggml_vec_swiglu_f32 uses it for every 16 values and expf for a tail;
-// feed-forward widths are multiples of 16.)
+// SiLU as ggml's (kernels/activation.h).
 inline float silu(float x) {
-  return x / (1.0f + ggml_v_expf(0.0f - x));
+  return kernels::ggml_silu(x);
 }
 
 }  // namespace quip::engine::ops

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <vector>
 
+#include "kernels/activation.h"
 #include "kernels/dot_x86.h"
 #include "kernels/half.h"
 
@@ -42,7 +43,18 @@ void attend_reference(size_t head_dim, size_t n, const float* q, const uint16_t*
   for (size_t d = 0; d < head_dim; ++d) out[d] = acc[d] * inv;
 }
 
+void swiglu_reference(const float* gate, const float* up, float* out, size_t n) {
+  for (size_t i = 0; i < n; ++i) out[i] = ggml_silu(gate[i]) * up[i];
+}
+
 }  // namespace
+
+SwigluFn swiglu_function(Isa isa) {
+  SwigluFn fast = nullptr;
+  if (isa == Isa::Avx2) fast = avx2::swiglu_function();
+  if (isa == Isa::Avx512) fast = avx512::swiglu_function();
+  return fast != nullptr ? fast : swiglu_reference;
+}
 
 AttendFn attend_function(Isa isa, size_t head_dim) {
   AttendFn fast = nullptr;

@@ -3,6 +3,7 @@
 // families, where the files compile to nothing but that.
 #pragma once
 
+#include "kernels/activation.h"
 #include "kernels/attention.h"
 #include "kernels/dot.h"
 
@@ -10,9 +11,11 @@ namespace quip::kernels {
 namespace avx2 {
 DotFn dot_function(gguf::GgmlType weight);
 AttendFn attend_function(size_t head_dim);
+SwigluFn swiglu_function();
 }  // namespace avx2
 namespace avx512 {
 DotFn dot_function(gguf::GgmlType weight);
 AttendFn attend_function(size_t head_dim);
+SwigluFn swiglu_function();
 }  // namespace avx512
 }  // namespace quip::kernels
