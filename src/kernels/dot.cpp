@@ -234,8 +234,8 @@ Isa detected_isa() {
   const bool os_avx512 = (xcr0_lo & 0xE6) == 0xE6;  // and opmask, ZMM state
   if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return Isa::Reference;
   const bool avx2 = ebx & (1u << 5);
-  const bool avx512 = (ebx & (1u << 16)) && (ebx & (1u << 30)) && (ebx & (1u << 31)) &&
-                      (ecx & (1u << 11));  // F, BW, VL, VNNI
+  const bool avx512 = (ebx & (1u << 16)) && (ebx & (1u << 17)) && (ebx & (1u << 30)) &&
+                      (ebx & (1u << 31)) && (ecx & (1u << 11));  // F, DQ, BW, VL, VNNI
   if (os_avx && avx2 && fma && f16c) {
     return os_avx512 && avx512 ? Isa::Avx512 : Isa::Avx2;
   }

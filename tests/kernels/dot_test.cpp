@@ -8,9 +8,9 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <random>
 #include <set>
 #include <sstream>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -246,7 +246,8 @@ TEST(Dot, DetectionAgreesWithProcCpuinfo) {
   };
   Isa expected = Isa::Reference;
   if (has({"avx2", "fma", "f16c"})) expected = Isa::Avx2;
-  if (expected == Isa::Avx2 && has({"avx512f", "avx512bw", "avx512vl", "avx512_vnni"})) {
+  if (expected == Isa::Avx2 &&
+      has({"avx512f", "avx512dq", "avx512bw", "avx512vl", "avx512_vnni"})) {
     expected = Isa::Avx512;
   }
   EXPECT_EQ(isa_name(detected_isa()), isa_name(expected));
