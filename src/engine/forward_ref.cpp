@@ -217,6 +217,38 @@ float dot_q4_1_q5_1(gguf::GgmlType type, const uint8_t* row, const Q8_1& y, size
   return hsum_float_8(acc) + summs;
 }
 
+// ggml_vec_dot_f16 as built for AVX-512 (GGML_F16_STEP 64, GGML_F16_EPR 16,
+// F16 loaded as float with _mm512_cvtph_ps): the first n & ~63 elements go
+// through four accumulators of 16 float lanes, sum[j][l] = fma(x[i+16j+l],
+// y[i+16j+l], sum[j][l]); GGML_F32Cx16_REDUCE adds them lane-wise as
+// (sum0 + sum2) + (sum1 + sum3), then _mm512_reduce_add_ps (GCC): t[l] =
+// v[l] + v[l+8], t[l] += t[l+4], t[l] += t[l+2], t[0] + t[1], all in float.
+// That float is widened to double; the leftovers add their float products
+// in double; the result is rounded to float.
+float dot_f16(const float* x, const float* y, size_t n) {
+  const size_t np = n & ~size_t{63};
+  double sumf = 0;
+  if (np > 0) {
+    float sum[4][16] = {};
+    for (size_t i = 0; i < np; i += 64) {
+      for (size_t j = 0; j < 4; ++j) {
+        for (size_t l = 0; l < 16; ++l) {
+          const size_t e = i + j * 16 + l;
+          sum[j][l] = std::fma(x[e], y[e], sum[j][l]);
+        }
+      }
+    }
+    float v[16];
+    for (size_t l = 0; l < 16; ++l) v[l] = (sum[0][l] + sum[2][l]) + (sum[1][l] + sum[3][l]);
+    for (size_t w = 8; w >= 1; w /= 2) {
+      for (size_t l = 0; l < w; ++l) v[l] = v[l] + v[l + w];
+    }
+    sumf = v[0];
+  }
+  for (size_t e = np; e < n; ++e) sumf += static_cast<double>(x[e] * y[e]);
+  return static_cast<float>(sumf);
+}
+
 // y = W x: y[j] = dot(row j of W, x).
 std::vector<float> matvec(const Weight& w, std::span<const float> x_in) {
   CHECK(x_in.size() == w.n_in);
@@ -240,6 +272,10 @@ std::vector<float> matvec(const Weight& w, std::span<const float> x_in) {
   }
   const std::vector<float> x = as_dot_operand(w.tensor->type.type, x_in);
   std::vector<float> y(w.n_out);
+  if (t.type.type == gguf::GgmlType::F16) {  // x is F16 too: ggml_vec_dot_f16
+    for (uint64_t j = 0; j < w.n_out; ++j) y[j] = dot_f16(row(w, j).data(), x.data(), w.n_in);
+    return y;
+  }
   for (uint64_t j = 0; j < w.n_out; ++j) {
     const std::vector<float> r = row(w, j);
     double acc = 0;
@@ -342,9 +378,9 @@ std::span<const float> ReferenceForward::step(int32_t token) {
       for (size_t p = 0; p < n_pos; ++p) {
         const float* kp = k_cache_[il].data() + p * kv_dim + kvh * hd;
         const float* vp = v_cache_[il].data() + p * kv_dim + kvh * hd;
-        double dot = 0;
-        for (uint32_t d = 0; d < hd; ++d) dot += double{q[hh * hd + d]} * kp[d];
-        const float s = static_cast<float>(dot) * scale;
+        // kq_vec_dot of an F16 cache is ggml_vec_dot_f16 (SIMD order from
+        // 64 elements on, see dot_f16).
+        const float s = dot_f16(q.data() + hh * hd, kp, hd) * scale;
         float old_scale = 1.0f, weight = 1.0f;
         if (s > max) {
           old_scale = std::exp(max - s);
@@ -353,10 +389,15 @@ std::span<const float> ReferenceForward::step(int32_t token) {
         } else {
           weight = std::exp(s - max);
         }
-        for (uint32_t d = 0; d < hd; ++d) acc[d] = round_f16(acc[d] + vp[d] * weight);
+        // ggml_vec_mad_f16: y = f16(fma(v, weight, f32(y))), one rounding to
+        // float (_mm512_fmadd_ps; the scalar leftovers y + x * v are
+        // contracted to an FMA by GCC) and one to half.
+        for (uint32_t d = 0; d < hd; ++d) acc[d] = round_f16(std::fma(vp[d], weight, acc[d]));
         sum = sum * old_scale + weight;
       }
-      for (uint32_t d = 0; d < hd; ++d) attn[hh * hd + d] = acc[d] / sum;
+      // V /= S as ggml does it: ggml_vec_scale_f32 by S_inv = 1.0f / S.
+      const float inv = 1.0f / sum;
+      for (uint32_t d = 0; d < hd; ++d) attn[hh * hd + d] = acc[d] * inv;
     }
     add(x, matvec(l.wo, attn));
 
