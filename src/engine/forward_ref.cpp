@@ -217,6 +217,50 @@ float dot_q4_1_q5_1(gguf::GgmlType type, const uint8_t* row, const Q8_1& y, size
   return hsum_float_8(acc) + summs;
 }
 
+// One Q8_0 or Q5_0 row against Q8_0 activations, as ggml_vec_dot_q8_0_q8_0
+// and ggml_vec_dot_q5_0_q8_0 (AVX2, also taken on AVX-512): per 32-block,
+// lane k holds the exact integer dot of values 4k..4k+3 (signed quants,
+// Q5_0's already minus 16), accumulated per lane as
+// acc[k] = fma(d_w * d_x, float(lane[k]), acc[k]) with d_w * d_x a float
+// product of the two half scales; the result is hsum_float_8(acc).
+// llamafile's tinyBLAS_Q0_AVX (prompt batches) computes the same numbers.
+float dot_q8_0_q5_0(gguf::GgmlType type, const uint8_t* row, std::span<const float> x,
+                    size_t n) {
+  const bool five = type == gguf::GgmlType::Q5_0;
+  const size_t block_bytes = five ? 22 : 34;
+  float acc[8] = {};
+  for (size_t b = 0; b < n / 32; ++b) {
+    const uint8_t* blk = row + b * block_bytes;
+    const float dw = kernels::f16_to_f32(static_cast<uint16_t>(blk[0] | blk[1] << 8));
+    // x holds d_x * q exactly (as_dot_operand): recover d_x and q.
+    float amax = 0;
+    for (size_t e = 0; e < 32; ++e) amax = std::max(amax, std::fabs(x[b * 32 + e]));
+    if (amax == 0) continue;
+    int32_t lane[8] = {};
+    float dx = 0;
+    for (size_t e = 0; e < 32; ++e) {
+      if (std::fabs(x[b * 32 + e]) == amax) dx = amax;  // |q| = 127 there
+    }
+    dx = dx / 127.0f;  // exact: amax = d_x * 127 with d_x a half
+    for (size_t e = 0; e < 32; ++e) {
+      const int qx = static_cast<int>(std::nearbyint(x[b * 32 + e] / dx));
+      int qw;
+      if (five) {
+        const uint32_t qh = blk[2] | blk[3] << 8 | blk[4] << 16 | static_cast<uint32_t>(blk[5]) << 24;
+        const uint8_t* qs = blk + 6;
+        qw = (e < 16 ? qs[e] & 0xF : qs[e - 16] >> 4) | static_cast<int>((qh >> e) & 1) << 4;
+        qw -= 16;
+      } else {
+        qw = static_cast<int8_t>(blk[2 + e]);
+      }
+      lane[e / 4] += qw * qx;
+    }
+    const float d = dw * dx;
+    for (size_t k = 0; k < 8; ++k) acc[k] = std::fma(d, static_cast<float>(lane[k]), acc[k]);
+  }
+  return hsum_float_8(acc);
+}
+
 // ggml_vec_dot_f16 as built for AVX-512 (GGML_F16_STEP 64, GGML_F16_EPR 16,
 // F16 loaded as float with _mm512_cvtph_ps): the first n & ~63 elements go
 // through four accumulators of 16 float lanes, sum[j][l] = fma(x[i+16j+l],
@@ -272,6 +316,13 @@ std::vector<float> matvec(const Weight& w, std::span<const float> x_in) {
   }
   const std::vector<float> x = as_dot_operand(w.tensor->type.type, x_in);
   std::vector<float> y(w.n_out);
+  if (t.type.type == gguf::GgmlType::Q8_0 || t.type.type == gguf::GgmlType::Q5_0) {
+    for (uint64_t j = 0; j < w.n_out; ++j) {
+      y[j] = dot_q8_0_q5_0(t.type.type,
+                           reinterpret_cast<const uint8_t*>(t.data.data()) + j * row_bytes, x, w.n_in);
+    }
+    return y;
+  }
   if (t.type.type == gguf::GgmlType::F16) {  // x is F16 too: ggml_vec_dot_f16
     for (uint64_t j = 0; j < w.n_out; ++j) y[j] = dot_f16(row(w, j).data(), x.data(), w.n_in);
     return y;

@@ -49,6 +49,7 @@ std::vector<std::string> reference_models() {
   return {"llama-2-tiny-random.gguf",       "tiny-llama-spm-e64-f16.gguf",
           "tiny-llama-spm-e64-iq4_nl.gguf", "tiny-llama-spm-e64-q8_0.gguf",
           "tiny-llama-spm-e64-q4_1.gguf",   "tiny-llama-spm-e64-q5_1.gguf",
+          "tiny-llama-spm-e64-q4_0.gguf",   "tiny-llama-spm-e64-q5_0.gguf",
           "tiny-qwen2-e64-f16.gguf"};
 }
 
