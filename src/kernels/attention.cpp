@@ -17,15 +17,15 @@ float round_f16(float v) {
 
 void attend_reference(size_t head_dim, size_t n, const float* q, const uint16_t* k,
                       const uint16_t* v, size_t stride, float scale, float* out) {
-  thread_local std::vector<float> acc;  // values of half precision
+  thread_local std::vector<float> acc, key;  // acc: values of half precision
   acc.assign(head_dim, 0.0f);
+  key.resize(head_dim);
   float max = -INFINITY, sum = 0;
   for (size_t p = 0; p < n; ++p) {
     const uint16_t* kp = k + p * stride;
     const uint16_t* vp = v + p * stride;
-    float dot = 0;
-    for (size_t d = 0; d < head_dim; ++d) dot += q[d] * f16_to_f32(kp[d]);
-    const float s = dot * scale;
+    for (size_t d = 0; d < head_dim; ++d) key[d] = f16_to_f32(kp[d]);
+    const float s = ggml_dot_f16(key.data(), q, head_dim) * scale;
     float old_scale = 1.0f, weight = 1.0f;
     if (s > max) {
       old_scale = std::exp(max - s);
