@@ -5,6 +5,7 @@
 
 #include "base/check.h"
 #include "engine/ops.h"
+#include "kernels/attention.h"
 #include "kernels/dequantize.h"
 #include "kernels/half.h"
 
@@ -224,8 +225,7 @@ float dot_q4_1_q5_1(gguf::GgmlType type, const uint8_t* row, const Q8_1& y, size
 // acc[k] = fma(d_w * d_x, float(lane[k]), acc[k]) with d_w * d_x a float
 // product of the two half scales; the result is hsum_float_8(acc).
 // llamafile's tinyBLAS_Q0_AVX (prompt batches) computes the same numbers.
-float dot_q8_0_q5_0(gguf::GgmlType type, const uint8_t* row, std::span<const float> x,
-                    size_t n) {
+float dot_q8_0_q5_0(gguf::GgmlType type, const uint8_t* row, std::span<const float> x, size_t n) {
   const bool five = type == gguf::GgmlType::Q5_0;
   const size_t block_bytes = five ? 22 : 34;
   float acc[8] = {};
@@ -246,7 +246,8 @@ float dot_q8_0_q5_0(gguf::GgmlType type, const uint8_t* row, std::span<const flo
       const int qx = static_cast<int>(std::nearbyint(x[b * 32 + e] / dx));
       int qw;
       if (five) {
-        const uint32_t qh = blk[2] | blk[3] << 8 | blk[4] << 16 | static_cast<uint32_t>(blk[5]) << 24;
+        const uint32_t qh =
+            blk[2] | blk[3] << 8 | blk[4] << 16 | static_cast<uint32_t>(blk[5]) << 24;
         const uint8_t* qs = blk + 6;
         qw = (e < 16 ? qs[e] & 0xF : qs[e - 16] >> 4) | static_cast<int>((qh >> e) & 1) << 4;
         qw -= 16;
@@ -261,36 +262,9 @@ float dot_q8_0_q5_0(gguf::GgmlType type, const uint8_t* row, std::span<const flo
   return hsum_float_8(acc);
 }
 
-// ggml_vec_dot_f16 as built for AVX-512 (GGML_F16_STEP 64, GGML_F16_EPR 16,
-// F16 loaded as float with _mm512_cvtph_ps): the first n & ~63 elements go
-// through four accumulators of 16 float lanes, sum[j][l] = fma(x[i+16j+l],
-// y[i+16j+l], sum[j][l]); GGML_F32Cx16_REDUCE adds them lane-wise as
-// (sum0 + sum2) + (sum1 + sum3), then _mm512_reduce_add_ps (GCC): t[l] =
-// v[l] + v[l+8], t[l] += t[l+4], t[l] += t[l+2], t[0] + t[1], all in float.
-// That float is widened to double; the leftovers add their float products
-// in double; the result is rounded to float.
+// ggml_vec_dot_f16 as built for AVX-512: see kernels/attention.h.
 float dot_f16(const float* x, const float* y, size_t n) {
-  const size_t np = n & ~size_t{63};
-  double sumf = 0;
-  if (np > 0) {
-    float sum[4][16] = {};
-    for (size_t i = 0; i < np; i += 64) {
-      for (size_t j = 0; j < 4; ++j) {
-        for (size_t l = 0; l < 16; ++l) {
-          const size_t e = i + j * 16 + l;
-          sum[j][l] = std::fma(x[e], y[e], sum[j][l]);
-        }
-      }
-    }
-    float v[16];
-    for (size_t l = 0; l < 16; ++l) v[l] = (sum[0][l] + sum[2][l]) + (sum[1][l] + sum[3][l]);
-    for (size_t w = 8; w >= 1; w /= 2) {
-      for (size_t l = 0; l < w; ++l) v[l] = v[l] + v[l + w];
-    }
-    sumf = v[0];
-  }
-  for (size_t e = np; e < n; ++e) sumf += static_cast<double>(x[e] * y[e]);
-  return static_cast<float>(sumf);
+  return kernels::ggml_dot_f16(x, y, n);
 }
 
 // y = W x: y[j] = dot(row j of W, x).
@@ -318,8 +292,8 @@ std::vector<float> matvec(const Weight& w, std::span<const float> x_in) {
   std::vector<float> y(w.n_out);
   if (t.type.type == gguf::GgmlType::Q8_0 || t.type.type == gguf::GgmlType::Q5_0) {
     for (uint64_t j = 0; j < w.n_out; ++j) {
-      y[j] = dot_q8_0_q5_0(t.type.type,
-                           reinterpret_cast<const uint8_t*>(t.data.data()) + j * row_bytes, x, w.n_in);
+      y[j] = dot_q8_0_q5_0(
+          t.type.type, reinterpret_cast<const uint8_t*>(t.data.data()) + j * row_bytes, x, w.n_in);
     }
     return y;
   }

@@ -54,13 +54,7 @@ std::vector<std::string> reference_models() {
 }
 
 INSTANTIATE_TEST_SUITE_P(Shared, ReferenceModels, ::testing::ValuesIn(reference_models()),
-                         [](const auto& param_info) {
-                           std::string n = param_info.param.substr(0, param_info.param.size() - 5);
-                           for (char& ch : n) {
-                             if (ch == '-' || ch == '.') ch = '_';
-                           }
-                           return n;
-                         });
+                         reference::ModelTestName());
 
 }  // namespace
 }  // namespace quip::engine

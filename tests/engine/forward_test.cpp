@@ -130,13 +130,7 @@ std::vector<std::string> shared_models() {
 }
 
 INSTANTIATE_TEST_SUITE_P(Shared, SharedModels, ::testing::ValuesIn(shared_models()),
-                         [](const auto& param_info) {
-                           std::string n = param_info.param.substr(0, param_info.param.size() - 5);
-                           for (char& ch : n) {
-                             if (ch == '-' || ch == '.') ch = '_';
-                           }
-                           return n;
-                         });
+                         reference::ModelTestName());
 
 // A prompt of a model's own reference, long enough for several batches.
 std::vector<int32_t> long_prompt(const std::string& model) {
@@ -245,13 +239,7 @@ INSTANTIATE_TEST_SUITE_P(Shared, Properties,
                          ::testing::Values("tiny-qwen2-e256-q4_k_m.gguf",
                                            "tiny-llama-spm-e64-q4_0.gguf",
                                            "tiny-qwen3-e64-bf16.gguf", "tiny-llama3-e64-q8_0.gguf"),
-                         [](const auto& param_info) {
-                           std::string n = param_info.param.substr(0, param_info.param.size() - 5);
-                           for (char& ch : n) {
-                             if (ch == '-' || ch == '.') ch = '_';
-                           }
-                           return n;
-                         });
+                         reference::ModelTestName());
 
 }  // namespace
 }  // namespace quip::engine

@@ -33,4 +33,16 @@ struct Comparison {
 Comparison compare_teacher_forced(const std::string& file,
                                   const std::function<Evaluator()>& fresh_evaluator);
 
+// Test names for model files: "tiny-qwen2-e64-f16.gguf" -> "tiny_qwen2_e64_f16".
+struct ModelTestName {
+  template <class ParamInfo>
+  std::string operator()(const ParamInfo& info) const {
+    std::string n = info.param.substr(0, info.param.size() - 5);  // without ".gguf"
+    for (char& ch : n) {
+      if (ch == '-' || ch == '.') ch = '_';
+    }
+    return n;
+  }
+};
+
 }  // namespace quip::engine::reference
