@@ -30,10 +30,6 @@ std::vector<float> vec(const Weight& w) {
   return out;
 }
 
-float round_f16(float v) {
-  return kernels::f16_to_f32(kernels::f32_to_f16(v));
-}
-
 }  // namespace
 
 Forward::Forward(const Model& model, const ForwardOptions& options)
@@ -145,7 +141,7 @@ void Forward::layer(uint32_t il, size_t n, size_t pos0) {
           ops::rms_norm(k + h * hd, lv.k_norm.data(), k + h * hd, hd, hp_.rms_eps);
         rotate(k + h * hd, t);
       }
-      for (size_t i = 0; i < q_dim; ++i) q[i] = round_f16(q[i]);
+      for (size_t i = 0; i < q_dim; ++i) q[i] = kernels::round_f16(q[i]);
       uint16_t* kc = k_cache + (pos0 + t) * kv_dim;
       uint16_t* vc = v_cache + (pos0 + t) * kv_dim;
       for (size_t i = 0; i < kv_dim; ++i) {

@@ -27,10 +27,6 @@ std::vector<float> vec(const Weight& w) {
   return w ? row(w, 0) : std::vector<float>();
 }
 
-float round_f16(float v) {
-  return kernels::f16_to_f32(kernels::f32_to_f16(v));
-}
-
 // The activations as llama.cpp's dot products see them: ggml converts x to
 // the weight type's "vec_dot_type" first (ggml-cpu type_traits): 8-bit blocks
 // of 32 with a half-precision scale for the 32-element quants (Q8_0/Q8_1),
@@ -43,7 +39,7 @@ std::vector<float> as_dot_operand(gguf::GgmlType type, std::span<const float> x)
   switch (type) {
     case GgmlType::F32: break;
     case GgmlType::F16:
-      for (float& v : out) v = round_f16(v);
+      for (float& v : out) v = kernels::round_f16(v);
       break;
     case GgmlType::BF16:
       for (float& v : out) {
@@ -79,7 +75,7 @@ std::vector<float> as_dot_operand(gguf::GgmlType type, std::span<const float> x)
         // As ggml's x86 quantize_row_q8_0: scale 127/amax, round half to even.
         const float d = amax / 127.0f;
         const float id = amax != 0 ? 127.0f / amax : 0.0f;
-        const float dh = round_f16(d);
+        const float dh = kernels::round_f16(d);
         for (size_t i = b; i < b + 32; ++i) out[i] = dh * std::nearbyint(out[i] * id);
       }
       break;
@@ -182,8 +178,8 @@ Q8_1 quantize_q8_1(std::span<const float> x) {
       out.q[i] = static_cast<int8_t>(std::nearbyint(x[i] * id));
       sum += out.q[i];
     }
-    out.d[b] = round_f16(d);
-    out.s[b] = round_f16(d * static_cast<float>(sum));
+    out.d[b] = kernels::round_f16(d);
+    out.s[b] = kernels::round_f16(d * static_cast<float>(sum));
   }
   return out;
 }
@@ -380,11 +376,9 @@ std::span<const float> ReferenceForward::step(int32_t token) {
       ops::rope(head.data(), cos.data(), sin.data(), hp.n_rot, m_.arch().rope);
     }
     // The cache holds half precision, as llama.cpp's (F16) does.
-    for (float& e : k) e = round_f16(e);
-    for (float& e : v) e = round_f16(e);
-    k_cache_[il].insert(k_cache_[il].end(), k.begin(), k.end());
-    v_cache_[il].insert(v_cache_[il].end(), v.begin(), v.end());
-    for (float& e : q) e = round_f16(e);  // Q meets the F16 cache as F16
+    for (float e : k) k_cache_[il].push_back(kernels::f32_to_f16(e));
+    for (float e : v) v_cache_[il].push_back(kernels::f32_to_f16(e));
+    for (float& e : q) e = kernels::round_f16(e);  // Q meets the F16 cache as F16
 
     // Scaled dot-product attention (Vaswani et al. 2017), causal, with
     // grouped-query heads (Ainslie et al. 2023): head hh reads KV head
@@ -396,33 +390,13 @@ std::span<const float> ReferenceForward::step(int32_t token) {
     const size_t n_pos = pos_ + 1;
     std::vector<float> attn(size_t{hp.n_head} * hd, 0.0f);
     const auto scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(hd)));
+    // The arithmetic is kernels/attention.h's reference: ggml's flash
+    // attention, step by step.
+    const kernels::AttendFn attend = kernels::attend_function(kernels::Isa::Reference, hd);
     for (uint32_t hh = 0; hh < hp.n_head; ++hh) {
-      const uint32_t kvh = hh / group;
-      float max = -INFINITY, sum = 0;
-      std::vector<float> acc(hd, 0.0f);  // values of half precision
-      for (size_t p = 0; p < n_pos; ++p) {
-        const float* kp = k_cache_[il].data() + p * kv_dim + kvh * hd;
-        const float* vp = v_cache_[il].data() + p * kv_dim + kvh * hd;
-        // kq_vec_dot of an F16 cache is ggml_vec_dot_f16 (SIMD order from
-        // 64 elements on, see dot_f16).
-        const float s = dot_f16(q.data() + hh * hd, kp, hd) * scale;
-        float old_scale = 1.0f, weight = 1.0f;
-        if (s > max) {
-          old_scale = std::exp(max - s);
-          max = s;
-          for (float& a : acc) a = round_f16(a * old_scale);
-        } else {
-          weight = std::exp(s - max);
-        }
-        // ggml_vec_mad_f16: y = f16(fma(v, weight, f32(y))), one rounding to
-        // float (_mm512_fmadd_ps; the scalar leftovers y + x * v are
-        // contracted to an FMA by GCC) and one to half.
-        for (uint32_t d = 0; d < hd; ++d) acc[d] = round_f16(std::fma(vp[d], weight, acc[d]));
-        sum = sum * old_scale + weight;
-      }
-      // V /= S as ggml does it: ggml_vec_scale_f32 by S_inv = 1.0f / S.
-      const float inv = 1.0f / sum;
-      for (uint32_t d = 0; d < hd; ++d) attn[hh * hd + d] = acc[d] * inv;
+      const size_t kv_off = size_t{hh / group} * hd;
+      attend(hd, n_pos, q.data() + hh * hd, k_cache_[il].data() + kv_off,
+             v_cache_[il].data() + kv_off, kv_dim, scale, attn.data() + hh * hd);
     }
     add(x, matvec(l.wo, attn));
 

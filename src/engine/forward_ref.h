@@ -39,8 +39,8 @@ class ReferenceForward {
   std::vector<LayerVectors> layers_;
   std::vector<float> output_norm_, freq_factors_;
   size_t pos_ = 0;
-  // KV cache: (layer, position, n_head_kv * head_dim), grown as tokens come.
-  std::vector<std::vector<float>> k_cache_, v_cache_;
+  // KV cache, half precision: (layer, position, n_head_kv * head_dim), grown as tokens come.
+  std::vector<std::vector<uint16_t>> k_cache_, v_cache_;
   std::vector<float> logits_;  // (n_vocab)
 };
 

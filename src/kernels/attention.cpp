@@ -11,10 +11,6 @@ namespace quip::kernels {
 
 namespace {
 
-float round_f16(float v) {
-  return f16_to_f32(f32_to_f16(v));
-}
-
 void attend_reference(size_t head_dim, size_t n, const float* q, const uint16_t* k,
                       const uint16_t* v, size_t stride, float scale, float* out) {
   thread_local std::vector<float> acc, key;  // acc: values of half precision

@@ -60,6 +60,11 @@ inline uint16_t f32_to_f16(float f) {
   return static_cast<uint16_t>(sign | half);
 }
 
+// v rounded to the nearest half-precision value, as a float.
+inline float round_f16(float v) {
+  return f16_to_f32(f32_to_f16(v));
+}
+
 inline float bf16_to_f32(uint16_t b) {
   return f32_from_bits(static_cast<uint32_t>(b) << 16);
 }
