@@ -10,6 +10,8 @@
 #include <random>
 #include <vector>
 
+#include "kernels/simd_isas.h"
+
 namespace quip::kernels {
 namespace {
 
@@ -34,10 +36,7 @@ TEST(Activation, SiluIsXTimesTheSigmoid) {
 }
 
 TEST(Activation, SimdSwigluEqualsTheReferenceBitForBit) {
-  std::vector<Isa> isas;
-  for (Isa isa : {Isa::Avx2, Isa::Avx512}) {
-    if (static_cast<int>(isa) <= static_cast<int>(detected_isa())) isas.push_back(isa);
-  }
+  const std::vector<Isa> isas = testing::simd_isas();
   if (isas.empty()) GTEST_SKIP() << "this CPU has no SIMD kernels";
   std::mt19937 rng(4);
   std::uniform_real_distribution<float> small(-12.0f, 12.0f), wide(-200.0f, 200.0f);

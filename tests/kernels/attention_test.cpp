@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "kernels/half.h"
+#include "kernels/simd_isas.h"
 
 namespace quip::kernels {
 namespace {
@@ -63,10 +64,7 @@ TEST(Attention, ReferenceIsTheSoftmaxWeightedSumOfValues) {
 }
 
 TEST(Attention, SimdKernelsEqualTheReferenceBitForBit) {
-  std::vector<Isa> isas;
-  for (Isa isa : {Isa::Avx2, Isa::Avx512}) {
-    if (static_cast<int>(isa) <= static_cast<int>(detected_isa())) isas.push_back(isa);
-  }
+  const std::vector<Isa> isas = testing::simd_isas();
   if (isas.empty()) GTEST_SKIP() << "this CPU has no SIMD kernels";
   std::mt19937 rng(7);
   for (size_t hd : {size_t{16}, size_t{32}, size_t{64}, size_t{72}, size_t{128}}) {

@@ -17,6 +17,7 @@
 #include "kernels/blocks.h"
 #include "kernels/dequantize.h"
 #include "kernels/half.h"
+#include "kernels/simd_isas.h"
 
 namespace quip::kernels {
 namespace {
@@ -176,10 +177,7 @@ TEST(Dot, ReferenceEqualsTheDotOfDequantizedRows) {
 // reference: lengths 1..1023 (or each block-aligned one), 1..4 columns,
 // rows and operands at odd addresses.
 TEST(Dot, SimdKernelsMatchTheReference) {
-  std::vector<Isa> isas;
-  for (Isa isa : {Isa::Avx2, Isa::Avx512}) {
-    if (static_cast<int>(isa) <= static_cast<int>(detected_isa())) isas.push_back(isa);
-  }
+  const std::vector<Isa> isas = testing::simd_isas();
   if (isas.empty()) GTEST_SKIP() << "this CPU has no SIMD kernels";
   std::mt19937 rng(2);
   for (Isa isa : isas) {
