@@ -10,6 +10,8 @@ packages=(
   libcli11-dev nlohmann-json3-dev
   libpcre2-dev                        # pre-tokenizer regexes (with JIT)
   libxxhash-dev                       # vocabulary hash tables
+  libsqlite3-dev                      # conversation store
+  libtomlplusplus-dev                 # config.toml
 )
 
 missing=()

@@ -21,4 +21,18 @@ std::optional<std::filesystem::path> cache_dir() {
   return std::nullopt;
 }
 
+std::optional<std::filesystem::path> data_dir() {
+  if (auto home = env_path("QUIP_HOME")) return *home / "data";
+  if (auto xdg = env_path("XDG_DATA_HOME")) return *xdg / "quip";
+  if (auto home = env_path("HOME")) return *home / ".local" / "share" / "quip";
+  return std::nullopt;
+}
+
+std::optional<std::filesystem::path> config_dir() {
+  if (auto home = env_path("QUIP_HOME")) return *home / "config";
+  if (auto xdg = env_path("XDG_CONFIG_HOME")) return *xdg / "quip";
+  if (auto home = env_path("HOME")) return *home / ".config" / "quip";
+  return std::nullopt;
+}
+
 }  // namespace quip

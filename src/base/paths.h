@@ -1,4 +1,5 @@
-// Where quip keeps its files.
+// Where quip keeps its files. QUIP_HOME moves all three folders under one
+// (tests and scripts use it to stay out of the user's own files).
 #pragma once
 
 #include <filesystem>
@@ -11,5 +12,13 @@ namespace quip {
 // else $HOME/.cache/quip. Nullopt when none of these is set. The folder may
 // not exist yet.
 std::optional<std::filesystem::path> cache_dir();
+
+// The folder for what the user stores (the conversation database):
+// $QUIP_HOME/data, else $XDG_DATA_HOME/quip, else $HOME/.local/share/quip.
+std::optional<std::filesystem::path> data_dir();
+
+// The folder for the user's settings (config.toml): $QUIP_HOME/config, else
+// $XDG_CONFIG_HOME/quip, else $HOME/.config/quip.
+std::optional<std::filesystem::path> config_dir();
 
 }  // namespace quip
