@@ -1,0 +1,60 @@
+// The user's settings: config.toml (config_dir()/config.toml, or the file
+// --config or $QUIP_CONFIG names).
+//
+//   model = "qwen"                 # the default model: an alias or a path
+//   temp = 0                       # defaults for every model
+//
+//   [models.qwen]                  # `quip -m qwen`
+//   path = "~/models/qwen2.5-0.5b-instruct-q4_k_m.gguf"
+//   system = "Answer in one line."
+//   temp = 0.7
+//
+// Settings (top level or per model): system, template, temp, top_k, top_p,
+// min_p, repeat_penalty, seed, ctx_size, threads, n_predict. Precedence: a
+// command-line flag, then the model's table, then the top level, then
+// quip's default. Unknown keys and bad values are errors naming the file,
+// line and key: a typo must not pass for a setting.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+
+#include "base/result.h"
+
+namespace quip::cli {
+
+// Each field is unset when the file does not give it.
+struct Settings {
+  std::optional<std::string> system;
+  std::optional<std::filesystem::path> template_file;
+  std::optional<double> temp, top_p, min_p, repeat_penalty;
+  std::optional<int64_t> top_k, seed, ctx_size, threads, n_predict;
+};
+
+struct ModelAlias {
+  std::filesystem::path path;  // absolute, or relative to the working folder
+  Settings settings;
+};
+
+struct Config {
+  std::filesystem::path file;                // where it was read from; empty when none
+  std::optional<std::string> default_model;  // an alias or a path
+  Settings settings;                         // the top-level defaults
+  std::map<std::string, ModelAlias> models;
+};
+
+// Parses config text; `file` names it in errors and anchors relative paths.
+Result<Config> parse_config(std::string_view text, const std::filesystem::path& file);
+
+// Reads `explicit_file` when given (it must exist), else $QUIP_CONFIG when
+// set (it must exist), else config_dir()/config.toml when it exists, else
+// returns an empty Config.
+Result<Config> load_config(const std::optional<std::filesystem::path>& explicit_file);
+
+// `over` where it gives a value, else `base`.
+Settings merged(const Settings& base, const Settings& over);
+
+}  // namespace quip::cli
