@@ -74,6 +74,7 @@ class GgufFile {
   uint64_t alignment() const { return alignment_; }
   uint64_t file_size() const { return bytes_.size(); }
   uint64_t data_offset() const { return data_offset_; }  // start of the tensor data section
+  std::span<const std::byte> bytes() const { return bytes_; }  // the whole file
 
   // The encoded metadata section, as stored (to fingerprint a file's
   // metadata without walking it again).
