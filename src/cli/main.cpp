@@ -9,6 +9,7 @@
 
 #include "base/text.h"
 #include "cli/bench.h"
+#include "cli/conversations.h"
 #include "cli/exit_status.h"
 #include "cli/generate.h"
 #include "cli/inspect.h"
@@ -29,7 +30,12 @@ struct Subcommand {
 constexpr Subcommand kSubcommands[] = {
     {"bench", "measure prompt and generation speed (-p, -n, -t, -r, --json)",
      quip::cli::bench_main},
+    {"export", "write a conversation as Markdown or JSON (--format md|json)",
+     quip::cli::export_main},
     {"inspect", "show what a GGUF model file holds (--json, --tensors)", quip::cli::inspect_main},
+    {"log", "list the most recent conversations (-n N, --json)", quip::cli::log_main},
+    {"rm", "delete a conversation", quip::cli::rm_main},
+    {"show", "show a conversation's turns (--json)", quip::cli::show_main},
     {"tokenize", "print the tokens of a text (--ids, --no-bos, --parse-special)",
      quip::cli::tokenize_main},
 };

@@ -21,6 +21,27 @@ extern char** environ;
 
 namespace quip::testing {
 
+namespace {
+
+// This process's environment with `changes` applied, as "NAME=value" strings.
+std::vector<std::string> environment_with(
+    const std::vector<std::pair<std::string, std::string>>& changes) {
+  std::vector<std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string_view entry = *e;
+    const std::string_view name = entry.substr(0, entry.find('='));
+    const bool changed = std::any_of(changes.begin(), changes.end(),
+                                     [&](const auto& c) { return c.first == name; });
+    if (!changed) env.emplace_back(entry);
+  }
+  for (const auto& [name, value] : changes) {
+    if (!value.empty()) env.push_back(name + "=" + value);
+  }
+  return env;
+}
+
+}  // namespace
+
 TempDir::TempDir() {
   static std::atomic<int> counter{0};
   path_ = std::filesystem::temp_directory_path() /
@@ -54,7 +75,11 @@ RunResult run_quip(const std::vector<std::string>& args, const RunOptions& optio
   posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, err_path.c_str(),
                                    O_WRONLY | O_CREAT | O_TRUNC, 0644);
   pid_t pid;
-  const int rc = posix_spawn(&pid, QUIP_BINARY, &actions, nullptr, argv.data(), environ);
+  std::vector<std::string> env_strings = environment_with(options.env);
+  std::vector<char*> envp;
+  for (std::string& s : env_strings) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  const int rc = posix_spawn(&pid, QUIP_BINARY, &actions, nullptr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);
   if (rc != 0) {
     ADD_FAILURE() << "cannot start " << QUIP_BINARY << ": " << std::strerror(rc);
@@ -97,8 +122,9 @@ std::string describe(const std::vector<std::string>& args, const RunResult& r) {
   return s + "\n  exit status " + std::to_string(r.status) + "\n  stderr: " + r.err;
 }
 
-RunResult expect_failure(const std::vector<std::string>& args, int status) {
-  const RunResult r = run_quip(args);
+RunResult expect_failure(const std::vector<std::string>& args, int status,
+                         const RunOptions& options) {
+  const RunResult r = run_quip(args, options);
   EXPECT_EQ(r.status, status) << describe(args, r);
   EXPECT_EQ(r.out, "") << describe(args, r);
   EXPECT_EQ(count_lines(r.err), 1u) << describe(args, r);

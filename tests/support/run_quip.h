@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace quip::testing {
@@ -37,6 +38,9 @@ struct RunOptions {
   // A signal to send the process (if not 0) once it has written something
   // to stdout (a file here, so not with stdout_to).
   int signal_on_output = 0;
+  // Environment variables to set (or, with an empty value, to remove) on top
+  // of this process's own, e.g. {{"QUIP_HOME", dir}}.
+  std::vector<std::pair<std::string, std::string>> env = {};
 };
 
 // Runs QUIP_BINARY with `args`; a start failure is a test failure.
@@ -44,7 +48,8 @@ RunResult run_quip(const std::vector<std::string>& args, const RunOptions& optio
 
 // Runs quip and checks the error contract: exit status `status`, nothing on
 // stdout, exactly one line on stderr. Returns the run for further checks.
-RunResult expect_failure(const std::vector<std::string>& args, int status);
+RunResult expect_failure(const std::vector<std::string>& args, int status,
+                         const RunOptions& options = {});
 
 // "quip 'arg' ...", the exit status and stderr, for failure messages.
 std::string describe(const std::vector<std::string>& args, const RunResult& r);

@@ -1,0 +1,346 @@
+#include "cli/conversations.h"
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <ctime>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <optional>
+
+#include "base/text.h"
+#include "cli/exit_status.h"
+#include "cli/usage.h"
+#include "store/store.h"
+
+namespace quip::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+using Json = nlohmann::ordered_json;
+using store::ConversationSummary;
+using store::Store;
+using store::TurnRecord;
+
+constexpr int kDefaultLogCount = 20;
+
+// The database path, or nullopt after printing why there is none.
+std::optional<fs::path> database_path(std::ostream& err) {
+  auto path = store::default_database_path();
+  if (!path) {
+    err << "quip: no folder for the conversation database: set QUIP_HOME, XDG_DATA_HOME or "
+           "HOME\n";
+  }
+  return path;
+}
+
+// An existing database opened for reading into `db`. Returns an exit status
+// when the command must stop (the error printed); `db` stays empty when
+// there is no database yet, which reads as no conversations.
+std::optional<int> open_for_reading(std::optional<Store>& db, std::ostream& err) {
+  const auto path = database_path(err);
+  if (!path) return kExitFailure;
+  std::error_code ec;
+  // An error here (a folder that cannot be searched) is for SQLite to report.
+  if (!fs::exists(*path, ec) && !ec) return std::nullopt;
+  auto opened = Store::open_read_only(*path);
+  if (!opened) {
+    err << "quip: " << opened.error().message << '\n';
+    return kExitBadData;
+  }
+  db.emplace(std::move(*opened));
+  return std::nullopt;
+}
+
+// A conversation id as typed: a positive decimal integer, nothing else.
+std::optional<int64_t> parse_id(const std::string& text) {
+  int64_t id = 0;
+  const char* end = text.data() + text.size();
+  auto [p, ec] = std::from_chars(text.data(), end, id);
+  if (text.empty() || ec != std::errc() || p != end || id <= 0) return std::nullopt;
+  return id;
+}
+
+// Reads ID (the command's one positional argument) into `id`; returns an
+// exit status when the command must stop.
+std::optional<int> id_argument(const std::string& command, const std::string& text, int64_t& id,
+                               std::ostream& err) {
+  auto parsed = parse_id(text);
+  if (!parsed) {
+    err << "quip " << command << ": invalid conversation id '" << printable(text)
+        << "': expected a positive integer (see 'quip log')\n";
+    return kExitUsage;
+  }
+  id = *parsed;
+  return std::nullopt;
+}
+
+std::string no_conversation(int64_t id) {
+  return "quip: no conversation " + std::to_string(id) + "\n";
+}
+
+// Local time, to the minute, as people read dates in a listing.
+std::string format_time(int64_t ms) {
+  const std::time_t t = static_cast<std::time_t>(ms / 1000);
+  std::tm tm{};
+  if (localtime_r(&t, &tm) == nullptr) return "?";
+  char buf[32];
+  if (std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M", &tm) == 0) return "?";
+  return buf;
+}
+
+std::string model_name(const std::string& model_path) {
+  return fs::path(model_path).filename().string();
+}
+
+// A JSON field stored as text: embedded as JSON when it parses, else kept as
+// the string it is (a caller may have stored anything).
+Json embedded_json(const std::string& text) {
+  Json j = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return Json(text);
+  return j;
+}
+
+Json forked_from_json(const ConversationSummary& c) {
+  if (!c.forked_from) return nullptr;
+  return Json{{"conversation", c.forked_from->first}, {"turn", c.forked_from->second}};
+}
+
+Json summary_json(const ConversationSummary& c) {
+  return Json{{"id", c.id},
+              {"created_ms", c.created_ms},
+              {"updated_ms", c.updated_ms},
+              {"turns", c.turns},
+              {"title", c.title},
+              {"model_path", c.model_path},
+              {"session", c.session},
+              {"forked_from", forked_from_json(c)}};
+}
+
+Json conversation_json(const ConversationSummary& c, const std::vector<TurnRecord>& turns) {
+  Json j = summary_json(c);
+  j["turns"] = Json::array();
+  for (const TurnRecord& t : turns) {
+    j["turns"].push_back(Json{{"turn", t.turn},
+                              {"parent_turn", t.parent_turn},
+                              {"time_ms", t.time_ms},
+                              {"model_path", t.model_path},
+                              {"model_fingerprint", t.model_fingerprint},
+                              {"sampler", embedded_json(t.sampler_json)},
+                              {"messages", embedded_json(t.messages_json)},
+                              {"answer", t.answer},
+                              {"interrupted", t.interrupted},
+                              {"prompt_tokens", t.prompt_tokens},
+                              {"answer_tokens", t.answer_tokens},
+                              {"timings", embedded_json(t.timings_json)},
+                              {"session", t.session}});
+  }
+  return j;
+}
+
+// Stored text may hold bytes that are not UTF-8 (an answer cut inside a
+// character): those print as U+FFFD rather than failing the dump.
+void print_json(const Json& j, std::ostream& out) {
+  out << j.dump(-1, ' ', false, Json::error_handler_t::replace) << '\n';
+}
+
+// The messages of a turn as (role, text); a messages field that is not the
+// expected JSON shows as its raw text, so nothing stored is hidden.
+std::vector<store::MessageText> messages_of(const TurnRecord& t) {
+  if (auto m = store::parse_messages(t.messages_json)) return *m;
+  return {{"messages", t.messages_json}};
+}
+
+std::string forked_note(const ConversationSummary& c) {
+  if (!c.forked_from) return "";
+  return ", forked from conversation " + std::to_string(c.forked_from->first) + " at turn " +
+         std::to_string(c.forked_from->second);
+}
+
+void print_conversation(const ConversationSummary& c, const std::vector<TurnRecord>& turns,
+                        std::ostream& out) {
+  out << "conversation " << c.id << (c.title.empty() ? "" : ": " + c.title) << '\n';
+  out << "started " << format_time(c.created_ms) << ", " << c.turns
+      << (c.turns == 1 ? " turn" : " turns") << forked_note(c) << '\n';
+  for (const TurnRecord& t : turns) {
+    out << "\n--- turn " << t.turn << ", " << format_time(t.time_ms) << ", "
+        << model_name(t.model_path) << (t.interrupted ? " (interrupted)" : "") << '\n';
+    for (const store::MessageText& m : messages_of(t)) {
+      out << (m.role.empty() ? "message" : m.role) << ": " << m.text << '\n';
+    }
+    out << "assistant: " << t.answer << (t.interrupted ? " [interrupted]" : "") << '\n';
+  }
+}
+
+std::string heading(std::string role) {
+  if (role.empty()) return "Message";
+  role[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(role[0])));
+  return role;
+}
+
+void print_markdown(const ConversationSummary& c, const std::vector<TurnRecord>& turns,
+                    std::ostream& out) {
+  out << "# " << (c.title.empty() ? "Conversation " + std::to_string(c.id) : c.title) << "\n\n";
+  const std::string first_model = turns.empty() ? c.model_path : turns.front().model_path;
+  out << "*Conversation " << c.id << ", started " << format_time(c.created_ms) << " with "
+      << model_name(first_model) << forked_note(c) << ".*\n";
+  std::string model = first_model;
+  for (const TurnRecord& t : turns) {
+    if (t.model_path != model) {
+      model = t.model_path;
+      out << "\n*Model: " << model_name(model) << "*\n";
+    }
+    for (const store::MessageText& m : messages_of(t)) {
+      out << "\n## " << heading(m.role) << "\n\n" << m.text << '\n';
+    }
+    out << "\n## Assistant\n\n" << t.answer << '\n';
+    if (t.interrupted) out << "\n*(interrupted)*\n";
+  }
+}
+
+// show and export: one conversation, as text, Markdown or JSON.
+enum class Format { kText, kMarkdown, kJson };
+
+int print_one(const std::string& command, const std::string& id_text, Format format,
+              std::ostream& out, std::ostream& err) {
+  int64_t id = 0;
+  if (auto status = id_argument(command, id_text, id, err)) return *status;
+  std::optional<Store> db;
+  if (auto status = open_for_reading(db, err)) return *status;
+  if (!db) {
+    err << no_conversation(id);
+    return kExitFailure;
+  }
+  auto summary = db->find(id);
+  if (!summary) {
+    err << "quip: " << summary.error().message << '\n';
+    return kExitFailure;
+  }
+  if (!*summary) {
+    err << no_conversation(id);
+    return kExitFailure;
+  }
+  auto turns = db->turns(id);
+  if (!turns) {
+    err << "quip: " << turns.error().message << '\n';
+    return kExitFailure;
+  }
+  switch (format) {
+    case Format::kText:
+      print_conversation(**summary, *turns, out);
+      break;
+    case Format::kMarkdown:
+      print_markdown(**summary, *turns, out);
+      break;
+    case Format::kJson:
+      print_json(conversation_json(**summary, *turns), out);
+      break;
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+int log_main(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  CLI::App app{"List the most recent conversations, newest first: id, date, turns, model, title.",
+               "quip log"};
+  int count = kDefaultLogCount;
+  bool json = false;
+  app.add_option("-n,--count", count, "how many to list (0: all)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  app.add_flag("--json", json, "print a JSON array of objects instead");
+  if (std::optional<int> status = parse_args(app, args, out, err)) return *status;
+
+  std::optional<Store> db;
+  if (auto status = open_for_reading(db, err)) return *status;
+  std::vector<ConversationSummary> list;
+  if (db) {
+    auto listed = db->list(count);
+    if (!listed) {
+      err << "quip: " << listed.error().message << '\n';
+      return kExitFailure;
+    }
+    list = std::move(*listed);
+  }
+  if (json) {
+    Json j = Json::array();
+    for (const ConversationSummary& c : list) j.push_back(summary_json(c));
+    print_json(j, out);
+    return kExitOk;
+  }
+  // Columns aligned over the rows shown, so that titles line up.
+  size_t id_width = 0, turns_width = 0, model_width = 0;
+  for (const ConversationSummary& c : list) {
+    id_width = std::max(id_width, std::to_string(c.id).size());
+    turns_width = std::max(turns_width, std::to_string(c.turns).size());
+    model_width = std::max(model_width, printable(model_name(c.model_path), 200).size());
+  }
+  for (const ConversationSummary& c : list) {
+    const std::string id = std::to_string(c.id), turns = std::to_string(c.turns);
+    const std::string model = printable(model_name(c.model_path), 200);
+    std::string line = std::string(id_width - id.size(), ' ') + id + "  " +
+                       format_time(c.updated_ms) + "  " +
+                       std::string(turns_width - turns.size(), ' ') + turns +
+                       (c.turns == 1 ? " turn   " : " turns  ") + model +
+                       std::string(model_width - model.size(), ' ') + "  " + c.title;
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    out << line << '\n';
+  }
+  return kExitOk;
+}
+
+int show_main(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  CLI::App app{"Show a conversation's turns: the messages, the answers, interrupted ones marked.",
+               "quip show"};
+  std::string id;
+  bool json = false;
+  app.add_option("ID", id, "the conversation (see 'quip log')")->required();
+  app.add_flag("--json", json, "print everything stored as one JSON object, token ids included");
+  if (std::optional<int> status = parse_args(app, args, out, err)) return *status;
+  return print_one("show", id, json ? Format::kJson : Format::kText, out, err);
+}
+
+int export_main(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  CLI::App app{"Write a conversation as a Markdown transcript or as JSON.", "quip export"};
+  std::string id, format = "md";
+  app.add_option("ID", id, "the conversation (see 'quip log')")->required();
+  app.add_option("--format", format, "md: Markdown transcript; json: as 'quip show --json'")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"md", "json"}));
+  if (std::optional<int> status = parse_args(app, args, out, err)) return *status;
+  return print_one("export", id, format == "json" ? Format::kJson : Format::kMarkdown, out, err);
+}
+
+int rm_main(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  CLI::App app{"Delete a conversation and all its turns (forks of it are kept).", "quip rm"};
+  std::string id_text;
+  app.add_option("ID", id_text, "the conversation (see 'quip log')")->required();
+  if (std::optional<int> status = parse_args(app, args, out, err)) return *status;
+  int64_t id = 0;
+  if (auto status = id_argument("rm", id_text, id, err)) return *status;
+
+  const auto path = database_path(err);
+  if (!path) return kExitFailure;
+  std::error_code ec;
+  // No database yet: nothing to delete, and no reason to create one.
+  if (!fs::exists(*path, ec) && !ec) {
+    err << no_conversation(id);
+    return kExitFailure;
+  }
+  auto db = Store::open(*path);
+  if (!db) {
+    err << "quip: " << db.error().message << '\n';
+    return kExitBadData;
+  }
+  // An unknown id gets remove()'s own "no conversation 42".
+  if (auto r = db->remove(id); !r) {
+    err << "quip: " << r.error().message << '\n';
+    return kExitFailure;
+  }
+  return kExitOk;
+}
+
+}  // namespace quip::cli
