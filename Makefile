@@ -48,6 +48,7 @@ fuzz: setup
 	  scripts/fuzz.sh build-fuzz/fuzz_tokenizer $(TOKENIZER_FUZZ_SECONDS) "$(SHARED)" text
 	@QUIP_FUZZ_VOCAB="$(SHARED)/vocab/ggml-vocab-llama-bpe.gguf" \
 	  scripts/fuzz.sh build-fuzz/fuzz_tokenizer $(TOKENIZER_FUZZ_SECONDS) "$(SHARED)" text
+	@scripts/fuzz.sh build-fuzz/fuzz_jinja $(TOKENIZER_FUZZ_SECONDS) "$(SHARED)" jinja
 
 check: test check-asan fuzz
 

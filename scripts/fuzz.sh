@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Runs a libFuzzer target for a number of seconds on a seed corpus made from
 # the shared test data.
-#   scripts/fuzz.sh FUZZER SECONDS SHARED_DIR gguf|text
+#   scripts/fuzz.sh FUZZER SECONDS SHARED_DIR gguf|text|jinja
 # gguf: seeds are the heads of the shared GGUF files (for file parsers).
 # text: seeds are the tokenizer test strings and slices of a book.
+# jinja: seeds are the shared chat templates.
 set -euo pipefail
 fuzzer=$1 seconds=$2 shared=$3 kind=$4
 name=$(basename "$fuzzer")${QUIP_FUZZ_VOCAB:+-$(basename "$QUIP_FUZZ_VOCAB" .gguf)}
@@ -12,7 +13,9 @@ seeds=$work/seeds corpus=$work/corpus
 rm -rf "$seeds" && mkdir -p "$seeds" "$corpus"
 
 if [ -d "$shared/models" ]; then
-  if [ "$kind" = gguf ]; then
+  if [ "$kind" = jinja ]; then
+    cp "$shared"/templates/*.jinja "$seeds/"
+  elif [ "$kind" = gguf ]; then
     for f in "$shared"/models/*.gguf "$shared"/vocab/*.gguf; do
       # Headers and metadata sit at the front; whole files would only slow each run.
       head -c 4096 "$f" >"$seeds/$(basename "$f").4k"

@@ -203,6 +203,7 @@ Result<bool> t_divisibleby(Evaluator&, const Value& v, CallArgs& call) {
 }
 
 Result<bool> parity(const Value& v, int64_t want) {
+  if (v.is_float()) return std::fmod(std::fabs(v.as_float()), 2.0) == static_cast<double>(want);
   Result<int64_t> i = to_int_arg(v, "odd/even value");
   if (!i) return i.error();
   return (*i % 2 != 0 ? 1 : 0) == want;
@@ -221,7 +222,15 @@ Result<bool> t_in(Evaluator&, const Value& v, CallArgs& call) {
   return contains(*seq, v);
 }
 
-#define QUIP_TEST(expr) [](Evaluator&, const Value& v, CallArgs&) -> Result<bool> { (void)v; return (expr); }
+// A test of the value alone: extra arguments are an error, as in Python.
+#define QUIP_TEST(expr)                                                           \
+  [](Evaluator&, const Value& v, CallArgs& call) -> Result<bool> {               \
+    if (!call.positional.empty() || !call.keyword.empty()) {                     \
+      return Error{"this test takes no arguments"};                              \
+    }                                                                            \
+    (void)v;                                                                     \
+    return (expr);                                                               \
+  }
 
 }  // namespace
 
@@ -242,8 +251,9 @@ TestFn find_test(std::string_view name) {
       {"iterable", QUIP_TEST(v.is_undefined() || v.is_string() || v.is_list_like() || v.kind() == Value::Kind::Dict)},
       {"sequence", QUIP_TEST(v.is_undefined() || v.is_string() || v.is_list_like() || v.kind() == Value::Kind::Dict)},
       {"callable", QUIP_TEST(v.is_callable())},
-      {"lower", QUIP_TEST(v.is_string() && str_islower(v.str()))},
-      {"upper", QUIP_TEST(v.is_string() && str_isupper(v.str()))},
+      // jinja2 tests str(value), whatever its type.
+      {"lower", QUIP_TEST(str_islower(to_str(v)))},
+      {"upper", QUIP_TEST(str_isupper(to_str(v)))},
       {"escaped", QUIP_TEST(false)},
       {"odd", QUIP_TEST(parity(v, 1))},
       {"even", QUIP_TEST(parity(v, 0))},

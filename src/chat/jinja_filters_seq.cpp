@@ -156,8 +156,12 @@ Result<Value> filter_indent(Evaluator& ev, CallArgs& call) {
       indention.assign(static_cast<size_t>(std::max<int64_t>(*w, 0)), ' ');
     }
   }
-  // jinja2 appends a newline first, so a trailing newline survives splitlines().
-  const std::vector<std::string> lines = str_splitlines(to_str((*a)[0]) + "\n", false);
+  // jinja2 appends a newline to the value itself (s += "\n"), which only a
+  // string allows; then a trailing newline survives splitlines().
+  const Value& text = (*a)[0];
+  if (text.is_undefined()) return Error{text.undefined_reason()};
+  if (!text.is_string()) return Error{"indent needs a string, not " + text.type_name()};
+  const std::vector<std::string> lines = str_splitlines(text.str() + "\n", false);
   if (lines.size() * indention.size() > ev.limits().max_output_bytes) return ev.check_string(SIZE_MAX).error();
   std::string out;
   if ((*a)[3].truthy()) {
@@ -275,7 +279,10 @@ Result<Value> filter_center(Evaluator& ev, CallArgs& call) {
 Result<Value> filter_truncate(Evaluator& ev, CallArgs& call) {
   Result<Args> a = Args::bind("truncate", call, {"s", "length", "killwords", "end", "leeway"}, 1);
   if (!a) return a.error();
-  const std::string s = to_str((*a)[0]);
+  // jinja2 takes len() and slices of the value itself: only strings work
+  // (undefined has length 0 and comes back as it is).
+  const Value& value = (*a)[0];
+  if (value.is_undefined()) return value;
   int64_t length = 255, leeway = 5;
   if (a->has(1)) {
     Result<int64_t> l = to_int_arg((*a)[1], "truncate() length");
@@ -287,6 +294,15 @@ Result<Value> filter_truncate(Evaluator& ev, CallArgs& call) {
     if (!l) return l.error();
     leeway = *l;
   }
+  if (!value.is_string()) {
+    // A list short enough comes back whole; a longer one cannot be cut as text.
+    const bool sized = value.is_list_like() || value.kind() == Value::Kind::Dict;
+    const auto n = static_cast<int64_t>(value.is_list_like() ? value.items().size()
+                                                              : (sized ? value.dict_ref().size() : 0));
+    if (sized && n <= length + leeway) return value;
+    return Error{"truncate needs a string, not " + value.type_name()};
+  }
+  const std::string& s = value.str();
   const std::string end = a->has(3) ? to_str((*a)[3]) : "...";
   const auto end_len = static_cast<int64_t>(utf8_length(end));
   if (length < end_len) return Error{std::string("expected length >= ") + std::to_string(end_len) + ", got " + std::to_string(length)};

@@ -339,6 +339,18 @@ TEST(Jinja, Globals) {
             R"j(2026-01-02 03:04:05|02 Jan 2026|Friday 2)j");
 }
 
+// Differences from jinja2 found by rendering random templates with both.
+TEST(Jinja, FoundByDifferentialTesting) {
+  EXPECT_FAILS("{{ missing | indent(2) }}");  // indent appends to the value: only strings work
+  EXPECT_FAILS("{{ none | indent(2) }}");
+  EXPECT_EQ(render("{{ 2.0 is odd }}|{{ 3.0 is odd }}|{{ 2.0 is even }}"), "False|True|True");
+  EXPECT_EQ(render("{{ {'k': 1} is lower }}|{{ 12 is upper }}"), "True|False");  // str(value) is tested
+  EXPECT_FAILS("{{ 1.5 is float 2 }}");  // a test of the value alone takes no argument
+  EXPECT_EQ(render("{{ [1, 2] | truncate(5) }}|[{{ missing | truncate(5) }}]"), "[1, 2]|[]");
+  EXPECT_FAILS("{{ true | truncate(5) }}");
+  EXPECT_EQ(render("{{ 'x' ~ none | map('upper') | list }}|{{ none | selectattr('a') | list }}"), "x[]|[]");
+}
+
 TEST(Jinja, ErrorsNameTheLine) {
   EXPECT_EQ(error_of("a\n{% for x in xs %}\n{% endif %}"), "line 3: unexpected 'endif'");
   EXPECT_EQ(error_of("{% if true %}\nx\n{% endfor %}"), "line 3: unexpected 'endfor'");
