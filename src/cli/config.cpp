@@ -10,6 +10,7 @@
 
 #include "base/paths.h"
 #include "base/text.h"
+#include "store/prefix_cache.h"
 
 namespace quip::cli {
 
@@ -194,6 +195,26 @@ Result<Config> parse_config(std::string_view text, const fs::path& file) {
       if (!m) return m.error();
       if (m->empty()) return report.at(v, "model", "is empty");
       config.default_model = *m;
+      continue;
+    }
+    if (key == "cache") {
+      const auto* cache = v.as_table();
+      if (cache == nullptr) {
+        return report.at(v, "cache", std::string("expected a table, got ") + type_name(v));
+      }
+      for (const auto& [ck, cv] : *cache) {
+        const std::string name = "cache." + std::string(ck.str());
+        if (ck.str() != "max_size") return report.at(cv, name, "unknown key");
+        if (const auto* i = cv.as_integer(); i != nullptr && i->get() >= 0) {
+          config.cache_max_size = static_cast<uint64_t>(i->get());
+          continue;
+        }
+        const auto* size_text = cv.as_string();
+        auto size = size_text != nullptr ? store::parse_size(size_text->get())
+                                    : Result<uint64_t>(Error{"expected a size such as \"4GiB\""});
+        if (!size) return report.at(cv, name, size.error().message);
+        config.cache_max_size = *size;
+      }
       continue;
     }
     if (key == "models") {

@@ -10,7 +10,8 @@
 //   temp = 0.7
 //
 // Settings (top level or per model): system, template, temp, top_k, top_p,
-// min_p, repeat_penalty, seed, ctx_size, threads, n_predict. Precedence: a
+// min_p, repeat_penalty, seed, ctx_size, threads, n_predict. The [cache]
+// table sets the prefix cache's max_size ("4GiB", or bytes). Precedence: a
 // command-line flag, then the model's table, then the top level, then
 // quip's default. Unknown keys and bad values are errors naming the file,
 // line and key: a typo must not pass for a setting.
@@ -44,6 +45,7 @@ struct Config {
   std::optional<std::string> default_model;  // an alias or a path
   Settings settings;                         // the top-level defaults
   std::map<std::string, ModelAlias> models;
+  std::optional<uint64_t> cache_max_size;  // [cache] max_size, bytes
 };
 
 // Parses config text; `file` names it in errors and anchors relative paths.

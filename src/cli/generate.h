@@ -1,6 +1,7 @@
-// `quip [OPTIONS] PROMPT...`: the model's continuation of a prompt, streamed
-// to stdout. Today only --raw prompts (fed to the model as they are, no chat
-// template); chat prompts come with the chat templates.
+// `quip [OPTIONS] PROMPT...`: the model's answer, streamed to stdout. The
+// prompt goes through the model's chat template (or, with --raw, as it is);
+// the call continues a stored conversation with -c/--cid, restores what
+// earlier calls evaluated from the prefix cache, and records its turn.
 #pragma once
 
 #include <ostream>
@@ -8,6 +9,9 @@
 #include <vector>
 
 namespace quip::cli {
+
+// The options of `quip PROMPT`, as `quip --help` lists them.
+std::string generate_options_help();
 
 int generate_main(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 

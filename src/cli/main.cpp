@@ -9,10 +9,12 @@
 
 #include "base/text.h"
 #include "cli/bench.h"
+#include "cli/cache_cmd.h"
 #include "cli/conversations.h"
 #include "cli/exit_status.h"
 #include "cli/generate.h"
 #include "cli/inspect.h"
+#include "cli/template_cmd.h"
 #include "cli/tokenize.h"
 
 namespace {
@@ -30,12 +32,15 @@ struct Subcommand {
 constexpr Subcommand kSubcommands[] = {
     {"bench", "measure prompt and generation speed (-p, -n, -t, -r, --json)",
      quip::cli::bench_main},
+    {"cache", "the prefix cache on disk (stats, clear, prune)", quip::cli::cache_main},
     {"export", "write a conversation as Markdown or JSON (--format md|json)",
      quip::cli::export_main},
     {"inspect", "show what a GGUF model file holds (--json, --tensors)", quip::cli::inspect_main},
     {"log", "list the most recent conversations (-n N, --json)", quip::cli::log_main},
     {"rm", "delete a conversation", quip::cli::rm_main},
     {"show", "show a conversation's turns (--json)", quip::cli::show_main},
+    {"template", "render messages with a chat template (-m, --template)",
+     quip::cli::template_main},
     {"tokenize", "print the tokens of a text (--ids, --no-bos, --parse-special)",
      quip::cli::tokenize_main},
 };
@@ -43,15 +48,21 @@ constexpr Subcommand kSubcommands[] = {
 void print_help(std::ostream& out) {
   out << "quip: a local LLM for the Unix shell\n\n"
          "Usage:\n"
-         "  quip --raw -m MODEL [OPTIONS] PROMPT...   continue a prompt (see 'quip -m X --help')\n"
+         "  quip [OPTIONS] PROMPT...     answer a prompt; stdin, when piped, comes first as context\n"
+         "  quip -c PROMPT...            continue this terminal's last conversation\n"
+         "  quip --cid ID[@N] PROMPT...  continue conversation ID (from turn N: a fork)\n"
+         "  quip --raw PROMPT...         continue a text as it is, without the chat template\n"
          "  quip COMMAND [OPTIONS]\n\n"
          "Commands:\n";
   for (const Subcommand& s : kSubcommands) {
     out << "  " << s.name << std::string(12 - s.name.size(), ' ') << s.summary << '\n';
   }
-  out << "\nRun 'quip COMMAND --help' for the options of a command.\n"
-         "\nExit status: 0 success, 1 runtime failure, 2 usage error,\n"
-         "3 unusable model or data file, 130 interrupted.\n";
+  out << "\n" << quip::cli::generate_options_help()
+      << "\nRun 'quip COMMAND --help' for the options of a command.\n"
+         "Config: ~/.config/quip/config.toml (see README.md); QUIP_HOME moves config, data and\n"
+         "cache under one folder.\n"
+         "\nExit status: 0 success, 1 runtime failure (also: the answer was printed but not\n"
+         "recorded), 2 usage or config error, 3 unusable model or data file, 130 interrupted.\n";
 }
 
 int run(int argc, char** argv) {
@@ -78,10 +89,16 @@ int run(int argc, char** argv) {
 // The exit status of a command that returned `status`, once its output is
 // flushed: a full disk or a closed file must not pass for success.
 int finish(int status) {
-  errno = 0;
-  std::cout.flush();
+  // A write that failed already (a large one goes straight to the file) left
+  // its errno; otherwise the flush says.
+  int e = errno;
+  if (std::cout) {
+    errno = 0;
+    std::cout.flush();
+    e = errno;
+  }
   if (std::cout) return status;
-  const int e = errno;
+  if (e == EPIPE) return status;  // the reader went away: end quietly
   std::cerr << "quip: cannot write the output"
             << (e != 0 ? std::string(": ") + std::strerror(e) : "") << '\n';
   return status == kExitOk ? kExitFailure : status;

@@ -44,7 +44,11 @@ template = "/t/chatml.jinja"
 [models.abs]
 path = "/m/a.gguf"
 temp = 1
+
+[cache]
+max_size = "2GiB"
 )");
+  EXPECT_EQ(c.cache_max_size, uint64_t{2} << 30);
   EXPECT_EQ(c.default_model, "qwen");
   EXPECT_EQ(c.settings.temp, 0.5);
   EXPECT_EQ(c.settings.threads, 3);
@@ -120,6 +124,10 @@ TEST(Config, BrokenConfigsNameFileLineAndKey) {
       {"temp = 0.5\ntemp = 0.6\n", "config.toml:2:"},
       {"temp = \n", "config.toml:1:"},
       {"[models.q]\npath = \"\"\n", "models.q.path: is empty"},
+      {"[cache]\nmax_size = \"lots\"\n", "config.toml:2: cache.max_size: 'lots' is not a size"},
+      {"[cache]\nmax_size = -1\n", "cache.max_size"},
+      {"[cache]\nsize = 1\n", "config.toml:2: cache.size: unknown key"},
+      {"cache = 1\n", "cache: expected a table"},
   };
   for (const Case& c : cases) {
     const std::string e = parse_error(c.text);

@@ -141,7 +141,7 @@ TEST(GenerateCli, BadInputGetsOneLineAndItsStatus) {
   expect_failure({"--raw", "-m", m, "--temp", "-1", "hi"}, kExitUsage);      // bad sampler
   expect_failure({"--raw", "-m", m, "--top-p", "1.5", "hi"}, kExitUsage);    // bad sampler
   expect_failure({"--raw", "-m", m, "-t", "0", "hi"}, kExitUsage);           // bad threads
-  expect_failure({"--raw", "-m", m, "-c", "3", "a b c d e f"}, kExitUsage);  // no room
+  expect_failure({"--raw", "-m", m, "--ctx-size", "3", "a b c d e f"}, kExitUsage);  // no room
   expect_failure({"--raw", "-m", "/nonexistent.gguf", "hi"}, kExitBadData);
   const testing::RunResult r = expect_failure({"--raw", "-m", m, "--tokens", "1 x"}, kExitUsage);
   EXPECT_NE(r.err.find("'x'"), std::string::npos) << r.err;
@@ -150,7 +150,7 @@ TEST(GenerateCli, BadInputGetsOneLineAndItsStatus) {
 TEST(GenerateCli, StopsAtTheContextEnd) {
   QUIP_REQUIRE_SHARED();
   const nlohmann::json j =
-      run_json({"--raw", "-m", model_path(), "-c", "10", "--ignore-eos", "Once upon a time"});
+      run_json({"--raw", "-m", model_path(), "--ctx-size", "10", "--ignore-eos", "Once upon a time"});
   EXPECT_EQ(j.at("stop"), "context");
   EXPECT_EQ(j.at("prompt_tokens").size() + j.at("tokens").size(), 10u);
 }
@@ -159,7 +159,7 @@ TEST(GenerateCli, StopsAtTheContextEnd) {
 // status 130.
 TEST(GenerateCli, InterruptPrintsWhatWasGeneratedAndExits130) {
   QUIP_REQUIRE_SHARED();
-  const std::vector<std::string> args = {"--raw",  "-m", model_path(), "--ignore-eos",    "-c",
+  const std::vector<std::string> args = {"--raw",  "-m", model_path(), "--ignore-eos",    "--ctx-size",
                                          "100000", "-t", "1",          "Once upon a time"};
   testing::RunOptions options;
   options.signal_on_output = SIGINT;

@@ -55,14 +55,19 @@ TempDir::~TempDir() {
 }
 
 RunResult run_quip(const std::vector<std::string>& args, const RunOptions& options) {
+  std::vector<std::string> command = {QUIP_BINARY};
+  command.insert(command.end(), args.begin(), args.end());
+  return run_command(command, options);
+}
+
+RunResult run_command(const std::vector<std::string>& command, const RunOptions& options) {
   RunResult r;
   TempDir dir;
   const std::string out_path =
       options.stdout_to.empty() ? (dir / "stdout").string() : options.stdout_to;
   const std::string err_path = (dir / "stderr").string();
 
-  std::vector<std::string> argv_strings = {QUIP_BINARY};
-  argv_strings.insert(argv_strings.end(), args.begin(), args.end());
+  std::vector<std::string> argv_strings = command;
   std::vector<char*> argv;
   for (std::string& s : argv_strings) argv.push_back(s.data());
   argv.push_back(nullptr);
@@ -79,10 +84,10 @@ RunResult run_quip(const std::vector<std::string>& args, const RunOptions& optio
   std::vector<char*> envp;
   for (std::string& s : env_strings) envp.push_back(s.data());
   envp.push_back(nullptr);
-  const int rc = posix_spawn(&pid, QUIP_BINARY, &actions, nullptr, argv.data(), envp.data());
+  const int rc = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);
   if (rc != 0) {
-    ADD_FAILURE() << "cannot start " << QUIP_BINARY << ": " << std::strerror(rc);
+    ADD_FAILURE() << "cannot start " << argv[0] << ": " << std::strerror(rc);
     return r;
   }
   if (options.signal_on_output != 0) {
@@ -91,7 +96,7 @@ RunResult run_quip(const std::vector<std::string>& args, const RunOptions& optio
       if (std::filesystem::file_size(out_path, ec) > 0 && !ec) break;
       int ignored;
       if (::waitpid(pid, &ignored, WNOHANG) == pid) {
-        ADD_FAILURE() << "quip exited before writing anything";
+        ADD_FAILURE() << argv[0] << " exited before writing anything";
         return r;
       }
       ::usleep(5000);

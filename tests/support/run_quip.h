@@ -46,6 +46,9 @@ struct RunOptions {
 // Runs QUIP_BINARY with `args`; a start failure is a test failure.
 RunResult run_quip(const std::vector<std::string>& args, const RunOptions& options = {});
 
+// Runs command[0] (a path) with the arguments that follow, as run_quip does.
+RunResult run_command(const std::vector<std::string>& command, const RunOptions& options = {});
+
 // Runs quip and checks the error contract: exit status `status`, nothing on
 // stdout, exactly one line on stderr. Returns the run for further checks.
 RunResult expect_failure(const std::vector<std::string>& args, int status,

@@ -1,0 +1,107 @@
+#include "cli/cache_cmd.h"
+
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "base/paths.h"
+#include "cli/config.h"
+#include "cli/exit_status.h"
+#include "cli/usage.h"
+#include "store/prefix_cache.h"
+
+namespace quip::cli {
+
+namespace {
+
+std::string human_bytes(uint64_t bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(bytes);
+  size_t u = 0;
+  while (v >= 1024 && u + 1 < std::size(units)) {
+    v /= 1024;
+    ++u;
+  }
+  std::ostringstream s;
+  s.precision(u == 0 ? 0 : 1);
+  s << std::fixed << v << ' ' << units[u];
+  return s.str();
+}
+
+}  // namespace
+
+int cache_main(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  CLI::App app{"Manage the prefix cache: the evaluated prompts kept on disk so that a call "
+               "starting with them evaluates only the rest.",
+               "quip cache"};
+  app.require_subcommand(1);
+  bool json = false;
+  std::optional<std::string> max_size, config_file;
+  auto* stats = app.add_subcommand("stats", "files, bytes and the size limit");
+  stats->add_flag("--json", json, "print one JSON object");
+  app.add_subcommand("clear", "remove every cached prefix");
+  auto* prune = app.add_subcommand("prune", "remove the least recently used beyond the limit");
+  prune->add_option("--max-size", max_size, "the limit to prune to (default: the configured one)");
+  app.add_option("--config", config_file, "the config file (for [cache] max_size)");
+  if (std::optional<int> status = parse_args(app, args, out, err)) return *status;
+
+  auto base = cache_dir();
+  if (!base) {
+    err << "quip cache: no cache folder (set HOME or QUIP_HOME)\n";
+    return kExitFailure;
+  }
+  const std::filesystem::path dir = *base / "kv";
+  auto config = load_config(config_file ? std::optional<std::filesystem::path>(*config_file)
+                                        : std::nullopt);
+  if (!config) {
+    err << "quip cache: " << config.error().message << '\n';
+    return kExitUsage;
+  }
+  uint64_t limit = config->cache_max_size.value_or(store::kDefaultCacheBytes);
+  if (max_size) {
+    auto size = store::parse_size(*max_size);
+    if (!size) {
+      err << "quip cache: --max-size: " << size.error().message << '\n';
+      return kExitUsage;
+    }
+    limit = *size;
+  }
+
+  if (app.got_subcommand("clear")) {
+    if (auto r = store::clear_cache(dir); !r) {
+      err << "quip cache: " << r.error().message << '\n';
+      return kExitFailure;
+    }
+    return kExitOk;
+  }
+  if (app.got_subcommand("prune")) {
+    auto removed = store::prune_cache(dir, limit);
+    if (!removed) {
+      err << "quip cache: " << removed.error().message << '\n';
+      return kExitFailure;
+    }
+    out << "removed " << human_bytes(*removed) << '\n';
+    return kExitOk;
+  }
+  auto s = store::cache_stats(dir);
+  if (!s) {
+    err << "quip cache: " << s.error().message << '\n';
+    return kExitFailure;
+  }
+  if (json) {
+    out << nlohmann::json{{"folder", dir.string()},
+                          {"files", s->files},
+                          {"bytes", s->bytes},
+                          {"models", s->models},
+                          {"max_bytes", limit}}
+               .dump()
+        << '\n';
+  } else {
+    out << "folder  " << dir.string() << '\n'
+        << "models  " << s->models << '\n'
+        << "files   " << s->files << '\n'
+        << "size    " << human_bytes(s->bytes) << " of " << human_bytes(limit) << '\n';
+  }
+  return kExitOk;
+}
+
+}  // namespace quip::cli

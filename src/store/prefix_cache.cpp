@@ -1,0 +1,440 @@
+#include "store/prefix_cache.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <map>
+#include <optional>
+#include <set>
+#include <unordered_set>
+
+#include "base/checked.h"
+
+namespace quip::store {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr char kMagic[8] = {'Q', 'U', 'I', 'P', '-', 'K', 'V', '\0'};
+constexpr uint32_t kFormatVersion = 1;
+constexpr uint32_t kKvF16 = 1;  // the KV type: half-precision rows
+constexpr std::string_view kSuffix = ".kv";
+constexpr std::string_view kTempPrefix = "tmp-";
+constexpr auto kStaleTemp = std::chrono::minutes(10);
+
+// The fixed part of a segment file (little-endian, as written by x86-64).
+// Followed by (end - begin) int32 token ids, then the rows as
+// KvCache::save() writes them.
+struct Header {
+  char magic[8];
+  uint32_t version;
+  uint32_t kv_type;
+  char fingerprint[16];
+  uint32_t n_layer;
+  uint32_t row_width;
+  uint64_t key;     // hash of the tokens [0, end)
+  uint64_t parent;  // hash of the tokens [0, begin)
+  uint32_t begin;
+  uint32_t end;
+  uint64_t checksum;  // XXH3 of the header before this field, then the tokens and rows
+};
+static_assert(sizeof(Header) == 72);
+constexpr size_t kChecksummedHeader = offsetof(Header, checksum);
+
+std::string errno_text() {
+  return std::strerror(errno);
+}
+
+std::string key_name(uint64_t key) {
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(key));
+  return std::string(hex) + std::string(kSuffix);
+}
+
+bool parse_key_name(const std::string& name, uint64_t& key) {
+  if (name.size() != 16 + kSuffix.size() || !name.ends_with(kSuffix)) return false;
+  key = 0;
+  for (size_t i = 0; i < 16; ++i) {
+    const char c = name[i];
+    const int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+    if (d < 0) return false;
+    key = key << 4 | static_cast<uint64_t>(d);
+  }
+  return true;
+}
+
+// keys[L]: the hash of the model and tokens [0, L), for L in [0, n].
+std::vector<uint64_t> prefix_keys(const std::string& fingerprint, std::span<const int32_t> tokens) {
+  std::vector<uint64_t> keys(tokens.size() + 1);
+  keys[0] = XXH3_64bits(fingerprint.data(), fingerprint.size());
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    keys[i + 1] = XXH3_64bits_withSeed(&tokens[i], sizeof(int32_t), keys[i]);
+  }
+  return keys;
+}
+
+Result<std::vector<uint8_t>> read_file(const fs::path& path, size_t limit) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Error{errno_text()};
+  std::vector<uint8_t> bytes;
+  struct stat st {};
+  if (fstat(fd, &st) != 0 || st.st_size < 0 || static_cast<uint64_t>(st.st_size) > limit) {
+    ::close(fd);
+    return Error{"unexpected size"};
+  }
+  bytes.resize(static_cast<size_t>(st.st_size));
+  size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::read(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const std::string e = n < 0 ? errno_text() : "shorter than its size";
+      ::close(fd);
+      return Error{e};
+    }
+    done += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  return bytes;
+}
+
+Result<void> write_file(const fs::path& path, std::span<const uint8_t> a,
+                        std::span<const uint8_t> b) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) return Error{errno_text()};
+  for (std::span<const uint8_t> part : {a, b}) {
+    size_t done = 0;
+    while (done < part.size()) {
+      const ssize_t n = ::write(fd, part.data() + done, part.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        const std::string e = errno_text();
+        ::close(fd);
+        return Error{e};
+      }
+      done += static_cast<size_t>(n);
+    }
+  }
+  if (::close(fd) != 0) return Error{errno_text()};
+  return {};
+}
+
+uint64_t checksum(const Header& h, std::span<const uint8_t> payload) {
+  XXH3_state_t* state = XXH3_createState();
+  XXH3_64bits_reset(state);
+  XXH3_64bits_update(state, &h, kChecksummedHeader);
+  XXH3_64bits_update(state, payload.data(), payload.size());
+  const uint64_t sum = XXH3_64bits_digest(state);
+  XXH3_freeState(state);
+  return sum;
+}
+
+// A segment's file, checked against what the caller expects of it.
+struct Segment {
+  Header header;
+  std::vector<uint8_t> bytes;  // the whole file
+};
+
+}  // namespace
+
+PrefixCache::PrefixCache(fs::path dir, KvShape shape, uint64_t max_bytes)
+    : dir_(std::move(dir)), shape_(std::move(shape)), max_bytes_(max_bytes) {}
+
+fs::path PrefixCache::model_dir() const {
+  return dir_ / shape_.fingerprint;
+}
+
+size_t PrefixCache::restore(std::span<const int32_t> tokens, engine::KvCache& cache,
+                            std::vector<std::string>& warnings) {
+  CHECK(cache.size() == 0);
+  if (tokens.empty()) return 0;
+  std::unordered_set<uint64_t> present;
+  std::error_code ec;
+  for (fs::directory_iterator it(model_dir(), ec), end; !ec && it != end; it.increment(ec)) {
+    uint64_t key = 0;
+    if (parse_key_name(it->path().filename().string(), key)) present.insert(key);
+  }
+  if (present.empty()) return 0;
+  const std::vector<uint64_t> keys = prefix_keys(shape_.fingerprint, tokens);
+  const size_t position_bytes = cache.position_bytes();
+
+  // An unusable file: one warning, and it goes.
+  const auto discard = [&](uint64_t key, const std::string& why) {
+    const fs::path path = model_dir() / key_name(key);
+    warnings.push_back("prefix cache: ignoring " + path.string() + ": " + why);
+    std::error_code rm;
+    fs::remove(path, rm);
+    present.erase(key);
+  };
+  // Reads and checks the segment ending at `end`; nullopt (after discarding
+  // it when it is broken) when it cannot be used.
+  const auto load = [&](size_t end) -> std::optional<Segment> {
+    const uint64_t key = keys[end];
+    const uint64_t limit = sizeof(Header) + end * (sizeof(int32_t) + position_bytes);
+    auto bytes = read_file(model_dir() / key_name(key), limit);
+    if (!bytes) {
+      if (bytes.error().message == "unexpected size") {
+        discard(key, "its size does not fit its place");
+      } else {
+        present.erase(key);  // gone meanwhile (evicted), or unreadable
+      }
+      return std::nullopt;
+    }
+    Segment s;
+    if (bytes->size() < sizeof(Header)) {
+      discard(key, "truncated");
+      return std::nullopt;
+    }
+    std::memcpy(&s.header, bytes->data(), sizeof(Header));
+    const Header& h = s.header;
+    if (std::memcmp(h.magic, kMagic, sizeof kMagic) != 0) {
+      discard(key, "not a quip cache file");
+      return std::nullopt;
+    }
+    if (h.version != kFormatVersion) {
+      discard(key, "format version " + std::to_string(h.version) + ", expected " +
+                       std::to_string(kFormatVersion));
+      return std::nullopt;
+    }
+    if (std::string_view(h.fingerprint, sizeof h.fingerprint) != shape_.fingerprint ||
+        h.kv_type != kKvF16 || h.n_layer != shape_.n_layer || h.row_width != shape_.row_width) {
+      discard(key, "made for another model or KV layout");
+      return std::nullopt;
+    }
+    if (h.key != key || h.end != end || h.begin >= h.end || h.parent != keys[h.begin]) {
+      discard(key, "its tokens are not the ones its name says");
+      return std::nullopt;
+    }
+    const size_t n = h.end - h.begin;
+    if (bytes->size() != sizeof(Header) + n * (sizeof(int32_t) + position_bytes)) {
+      discard(key, "truncated or padded");
+      return std::nullopt;
+    }
+    if (std::memcmp(bytes->data() + sizeof(Header), tokens.data() + h.begin,
+                    n * sizeof(int32_t)) != 0) {
+      discard(key, "its tokens are not the ones its name says");
+      return std::nullopt;
+    }
+    const std::span<const uint8_t> payload(bytes->data() + sizeof(Header),
+                                           bytes->size() - sizeof(Header));
+    if (checksum(h, payload) != h.checksum) {
+      discard(key, "checksum mismatch");
+      return std::nullopt;
+    }
+    s.bytes = std::move(*bytes);
+    return s;
+  };
+
+  // Longest first: follow each candidate's chain of parents down to 0.
+  for (size_t end = tokens.size(); end > 0; --end) {
+    if (!present.count(keys[end])) continue;
+    std::vector<Segment> chain;
+    size_t at = end;
+    while (at > 0 && present.count(keys[at])) {
+      std::optional<Segment> s = load(at);
+      if (!s) break;
+      at = s->header.begin;
+      chain.push_back(std::move(*s));
+    }
+    if (at != 0) continue;  // a link is missing: try a shorter prefix
+    cache.reserve(end);       // once, not once per segment
+    for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
+      const Header& h = it->header;
+      const size_t n = h.end - h.begin;
+      const std::span<const uint8_t> rows(it->bytes.data() + sizeof(Header) + n * sizeof(int32_t),
+                                          n * position_bytes);
+      CHECK(cache.restore(rows, n).ok());
+      // Recently used: the last to be evicted (mtime is the LRU clock).
+      ::utimensat(AT_FDCWD, (model_dir() / key_name(h.key)).c_str(), nullptr, 0);
+    }
+    return end;
+  }
+  return 0;
+}
+
+Result<void> PrefixCache::save(std::span<const int32_t> tokens, const engine::KvCache& cache,
+                               size_t from, std::span<const size_t> marks) {
+  const size_t n = cache.size();
+  CHECK(n <= tokens.size() && from <= n);
+  if (from == n) return {};
+  std::set<size_t> ends = {n};
+  for (size_t b = (from / kBlock + 1) * kBlock; b < n; b += kBlock) ends.insert(b);
+  for (size_t m : marks) {
+    if (m > from && m < n) ends.insert(m);
+  }
+  const std::vector<uint64_t> keys = prefix_keys(shape_.fingerprint, tokens.first(n));
+  std::error_code ec;
+  fs::create_directories(model_dir(), ec);
+  if (ec) return Error{"cannot create " + model_dir().string() + ": " + ec.message()};
+
+  static int counter = 0;
+  size_t begin = from;
+  std::vector<uint8_t> head, payload;
+  for (size_t end : ends) {
+    const fs::path path = model_dir() / key_name(keys[end]);
+    if (::access(path.c_str(), F_OK) == 0) {  // another call stored it
+      begin = end;
+      continue;
+    }
+    Header h{};
+    std::memcpy(h.magic, kMagic, sizeof kMagic);
+    h.version = kFormatVersion;
+    h.kv_type = kKvF16;
+    CHECK(shape_.fingerprint.size() == sizeof h.fingerprint);
+    std::memcpy(h.fingerprint, shape_.fingerprint.data(), sizeof h.fingerprint);
+    h.n_layer = shape_.n_layer;
+    h.row_width = shape_.row_width;
+    h.key = keys[end];
+    h.parent = keys[begin];
+    h.begin = static_cast<uint32_t>(begin);
+    h.end = static_cast<uint32_t>(end);
+    payload.clear();
+    const auto* ids = reinterpret_cast<const uint8_t*>(tokens.data() + begin);
+    payload.insert(payload.end(), ids, ids + (end - begin) * sizeof(int32_t));
+    cache.save(begin, end, payload);
+    h.checksum = checksum(h, payload);
+    head.assign(reinterpret_cast<const uint8_t*>(&h), reinterpret_cast<const uint8_t*>(&h + 1));
+
+    const fs::path temp = model_dir() / (std::string(kTempPrefix) + std::to_string(getpid()) +
+                                         "-" + std::to_string(counter++) + ".part");
+    if (auto w = write_file(temp, head, payload); !w) {
+      fs::remove(temp, ec);
+      return Error{"cannot write " + temp.string() + ": " + w.error().message};
+    }
+    if (::rename(temp.c_str(), path.c_str()) != 0) {
+      const std::string e = errno_text();
+      fs::remove(temp, ec);
+      return Error{"cannot rename " + temp.string() + ": " + e};
+    }
+    begin = end;
+  }
+  auto pruned = prune_cache(dir_, max_bytes_);
+  if (!pruned) return pruned.error();
+  return {};
+}
+
+namespace {
+
+struct CacheFile {
+  fs::path path;
+  uint64_t bytes;
+  fs::file_time_type time;
+};
+
+Result<std::vector<CacheFile>> list_files(const fs::path& dir, CacheStats* stats) {
+  std::vector<CacheFile> files;
+  std::error_code ec;
+  if (!fs::exists(dir, ec)) return files;
+  const auto now = fs::file_time_type::clock::now();
+  for (fs::directory_iterator models(dir, ec), end; !ec && models != end; models.increment(ec)) {
+    if (!models->is_directory(ec)) continue;
+    if (stats != nullptr) ++stats->models;
+    for (fs::directory_iterator it(models->path(), ec); !ec && it != end; it.increment(ec)) {
+      const std::string name = it->path().filename().string();
+      std::error_code fe;
+      const auto time = it->last_write_time(fe);
+      const uint64_t size = it->file_size(fe);
+      if (fe) continue;  // removed meanwhile
+      if (name.starts_with(kTempPrefix)) {
+        // A writer killed before its rename left this.
+        if (now - time > kStaleTemp) fs::remove(it->path(), fe);
+        continue;
+      }
+      uint64_t key = 0;
+      if (!parse_key_name(name, key)) continue;
+      files.push_back({it->path(), size, time});
+      if (stats != nullptr) {
+        ++stats->files;
+        stats->bytes += size;
+      }
+    }
+  }
+  if (ec) return Error{"cannot list " + dir.string() + ": " + ec.message()};
+  return files;
+}
+
+}  // namespace
+
+Result<CacheStats> cache_stats(const fs::path& dir) {
+  CacheStats stats;
+  auto files = list_files(dir, &stats);
+  if (!files) return files.error();
+  return stats;
+}
+
+Result<uint64_t> prune_cache(const fs::path& dir, uint64_t max_bytes) {
+  auto files = list_files(dir, nullptr);
+  if (!files) return files.error();
+  uint64_t total = 0;
+  for (const CacheFile& f : *files) total += f.bytes;
+  if (total <= max_bytes) return uint64_t{0};
+  std::sort(files->begin(), files->end(),
+            [](const CacheFile& a, const CacheFile& b) { return a.time < b.time; });
+  uint64_t removed = 0;
+  for (const CacheFile& f : *files) {
+    if (total <= max_bytes) break;
+    std::error_code ec;
+    if (fs::remove(f.path, ec) || !ec) {  // removed, or another process did
+      total -= f.bytes;
+      removed += f.bytes;
+    }
+  }
+  return removed;
+}
+
+Result<void> clear_cache(const fs::path& dir) {
+  std::error_code ec;
+  if (!fs::exists(dir, ec)) return {};
+  fs::remove_all(dir, ec);
+  if (ec) return Error{"cannot remove " + dir.string() + ": " + ec.message()};
+  return {};
+}
+
+Result<uint64_t> parse_size(std::string_view text) {
+  const auto bad = [&] {
+    std::string m = "'";
+    m.append(text);
+    m.append("' is not a size (bytes, or a number with K, M, G or T: 512M, 4GiB, 10GB)");
+    return Error{std::move(m)};
+  };
+  size_t i = 0;
+  uint64_t value = 0;
+  while (i < text.size() && text[i] >= '0' && text[i] <= '9') {
+    if (!checked_mul(value, 10, &value) || !checked_add(value, uint64_t(text[i] - '0'), &value)) {
+      return bad();
+    }
+    ++i;
+  }
+  if (i == 0) return bad();
+  std::string_view unit = text.substr(i);
+  if (!unit.empty() && unit.front() == ' ') unit.remove_prefix(1);
+  static const std::map<std::string_view, uint64_t> kUnits = {
+      {"", 1},
+      {"B", 1},
+      {"K", uint64_t{1} << 10},
+      {"KiB", uint64_t{1} << 10},
+      {"KB", 1000},
+      {"M", uint64_t{1} << 20},
+      {"MiB", uint64_t{1} << 20},
+      {"MB", 1000000},
+      {"G", uint64_t{1} << 30},
+      {"GiB", uint64_t{1} << 30},
+      {"GB", 1000000000},
+      {"T", uint64_t{1} << 40},
+      {"TiB", uint64_t{1} << 40},
+      {"TB", 1000000000000},
+  };
+  const auto it = kUnits.find(unit);
+  if (it == kUnits.end()) return bad();
+  if (!checked_mul(value, it->second, &value)) return bad();
+  return value;
+}
+
+}  // namespace quip::store

@@ -1,0 +1,91 @@
+// The prefix cache: evaluated KV rows kept on disk, so that a call whose
+// tokens start with tokens an earlier call evaluated (a continued
+// conversation, a repeated system prompt, a re-run command) restores them
+// and evaluates only the rest, across processes and reboots.
+//
+// Layout: DIR/<model fingerprint>/<key>.kv, one file per segment of a token
+// sequence. A segment holds the rows of positions [begin, end) and names its
+// parent, the segment ending at `begin`; keys hash the whole token prefix
+// [0, end), so the files form a radix tree on disk and a follow-up stores
+// only its new rows. Segments end at every multiple of kBlock positions (so
+// prompts that share a long beginning share its rows) and wherever the
+// caller marks (the end of a prompt, so the same prompt again is found
+// whole).
+//
+// Every file carries a format version, the model fingerprint, the KV type
+// and shape, its token ids and a checksum of everything; a file that fails
+// any check is ignored with one warning and removed, and the call computes
+// normally. Files are written to a temporary name and renamed into place, so
+// concurrent readers and writers never see half a file. Size is bounded:
+// after each save the least recently used segments are removed until the
+// whole folder fits the limit.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "base/result.h"
+#include "engine/kv_cache.h"
+
+namespace quip::store {
+
+inline constexpr uint64_t kDefaultCacheBytes = uint64_t{4} << 30;  // 4 GiB
+
+// What a cache entry must match to be used.
+struct KvShape {
+  std::string fingerprint;  // gguf::fingerprint() of the model
+  uint32_t n_layer = 0;
+  uint32_t row_width = 0;  // halves per key (and value) row
+};
+
+class PrefixCache {
+ public:
+  static constexpr size_t kBlock = 64;  // positions per segment, at most
+
+  // `dir` is the cache's folder (cache_dir()/kv); it is created on first save.
+  PrefixCache(std::filesystem::path dir, KvShape shape, uint64_t max_bytes);
+
+  // Restores into `cache` (empty) the longest stored prefix of `tokens`, and
+  // returns its length. Unusable files are removed, each adding one line to
+  // `warnings`; missing ones are not an error (the result is shorter).
+  size_t restore(std::span<const int32_t> tokens, engine::KvCache& cache,
+                 std::vector<std::string>& warnings);
+
+  // Stores the rows of positions [from, cache.size()) of `tokens` (whose
+  // first cache.size() tokens the cache holds), `from` being 0 or a length
+  // restore() returned. Segments also end at each of `marks`. Then removes
+  // the least recently used files beyond the size limit.
+  Result<void> save(std::span<const int32_t> tokens, const engine::KvCache& cache, size_t from,
+                    std::span<const size_t> marks);
+
+ private:
+  std::filesystem::path model_dir() const;
+
+  std::filesystem::path dir_;
+  KvShape shape_;
+  uint64_t max_bytes_;
+};
+
+struct CacheStats {
+  uint64_t files = 0;
+  uint64_t bytes = 0;
+  uint64_t models = 0;  // fingerprint folders
+};
+
+// Statistics of the cache folder (all models).
+Result<CacheStats> cache_stats(const std::filesystem::path& dir);
+
+// Removes least recently used segment files (and stale temporary files)
+// until the folder holds at most max_bytes. Returns the bytes removed.
+Result<uint64_t> prune_cache(const std::filesystem::path& dir, uint64_t max_bytes);
+
+// Removes every cache file.
+Result<void> clear_cache(const std::filesystem::path& dir);
+
+// "4GiB", "512M", "1000000" (bytes) -> bytes; errors say what was expected.
+Result<uint64_t> parse_size(std::string_view text);
+
+}  // namespace quip::store

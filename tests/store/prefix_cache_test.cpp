@@ -1,0 +1,314 @@
+// The prefix cache on its own: KV rows of made-up values saved and restored
+// byte for byte, prefixes found at segment ends, and every broken, foreign or
+// out-of-date file ignored (with one warning) and removed.
+#include "store/prefix_cache.h"
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <fstream>
+#include <random>
+
+#include "support/run_quip.h"
+
+namespace quip::store {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr uint32_t kLayers = 2, kRowWidth = 8;
+
+KvShape shape(const std::string& fingerprint = "0123456789abcdef") {
+  return {fingerprint, kLayers, kRowWidth};
+}
+
+// A cache holding `n` positions whose rows are a function of (seed, position).
+engine::KvCache filled(size_t n, uint32_t seed = 1) {
+  engine::KvCache c(kLayers, kRowWidth);
+  c.reserve(n);
+  c.grow_to(n);
+  for (uint32_t l = 0; l < kLayers; ++l) {
+    for (size_t i = 0; i < n * kRowWidth; ++i) {
+      c.k(l)[i] = static_cast<uint16_t>(seed * 7919 + l * 104729 + i * 31);
+      c.v(l)[i] = static_cast<uint16_t>(seed * 7907 + l * 1299709 + i * 17 + 5);
+    }
+  }
+  return c;
+}
+
+std::vector<uint8_t> rows(const engine::KvCache& c, size_t n) {
+  std::vector<uint8_t> out;
+  c.save(0, n, out);
+  return out;
+}
+
+std::vector<int32_t> tokens(size_t n, int32_t base = 100) {
+  std::vector<int32_t> t(n);
+  for (size_t i = 0; i < n; ++i) t[i] = base + static_cast<int32_t>(i * 3 % 1000);
+  return t;
+}
+
+std::vector<fs::path> files_under(const fs::path& dir) {
+  std::vector<fs::path> out;
+  if (!fs::exists(dir)) return out;
+  for (const auto& e : fs::recursive_directory_iterator(dir)) {
+    if (e.is_regular_file()) out.push_back(e.path());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+class PrefixCacheTest : public ::testing::Test {
+ protected:
+  fs::path dir() const { return tmp_.path() / "kv"; }
+  PrefixCache cache(uint64_t max = kDefaultCacheBytes) const { return {dir(), shape(), max}; }
+
+  // Restores the longest prefix of `t`; checks the rows are the saved ones.
+  size_t restore(const std::vector<int32_t>& t, const engine::KvCache& saved,
+                 std::vector<std::string>* warnings = nullptr) {
+    engine::KvCache c(kLayers, kRowWidth);
+    std::vector<std::string> w;
+    const size_t n = cache().restore(t, c, w);
+    EXPECT_EQ(c.size(), n);
+    if (n > 0) {
+      EXPECT_EQ(rows(c, n), rows(saved, n)) << "restored rows differ";
+    }
+    if (warnings != nullptr) {
+      *warnings = w;
+    } else {
+      EXPECT_TRUE(w.empty()) << w.front();
+    }
+    return n;
+  }
+
+  testing::TempDir tmp_;
+};
+
+TEST_F(PrefixCacheTest, RestoresWhatWasSavedByteForByte) {
+  const auto t = tokens(150);
+  const engine::KvCache kv = filled(150);
+  ASSERT_TRUE(cache().save(t, kv, 0, {}).ok());
+  EXPECT_EQ(restore(t, kv), 150u);
+  // Segments end at each block and at the end: 64, 128, 150.
+  EXPECT_EQ(files_under(dir()).size(), 3u);
+}
+
+TEST_F(PrefixCacheTest, FindsTheLongestStoredPrefix) {
+  const auto t = tokens(150);
+  const engine::KvCache kv = filled(150);
+  ASSERT_TRUE(cache().save(t, kv, 0, std::vector<size_t>{100}).ok());
+  auto longer = t;
+  longer.push_back(7);
+  longer.push_back(8);
+  EXPECT_EQ(restore(longer, kv), 150u);  // a continuation
+  auto shorter = std::vector<int32_t>(t.begin(), t.begin() + 100);
+  EXPECT_EQ(restore(shorter, kv), 100u);  // the mark
+  auto other_end = std::vector<int32_t>(t.begin(), t.begin() + 120);
+  other_end.push_back(9);
+  EXPECT_EQ(restore(other_end, kv), 100u);  // the best segment end before the difference
+  auto differs_early = t;
+  differs_early[70] = 1;
+  EXPECT_EQ(restore(differs_early, kv), 64u);  // the shared first block
+  differs_early[3] = 1;
+  EXPECT_EQ(restore(differs_early, kv), 0u);
+}
+
+// A follow-up stores only its new rows, linked to what it extends.
+TEST_F(PrefixCacheTest, FollowUpsStoreOnlyTheirNewRows) {
+  auto t = tokens(300);
+  const engine::KvCache kv = filled(300);
+  engine::KvCache first(kLayers, kRowWidth);
+  first.reserve(100);
+  ASSERT_TRUE(first.restore(rows(kv, 100), 100).ok());
+  ASSERT_TRUE(cache().save(t, first, 0, {}).ok());
+  const auto stats1 = cache_stats(dir());
+  ASSERT_TRUE(stats1.ok());
+
+  engine::KvCache second(kLayers, kRowWidth);
+  std::vector<std::string> w;
+  ASSERT_EQ(cache().restore(t, second, w), 100u);
+  // The follow-up evaluated positions 100..300.
+  engine::KvCache extended(kLayers, kRowWidth);
+  ASSERT_TRUE(extended.restore(rows(kv, 300), 300).ok());
+  ASSERT_TRUE(cache().save(t, extended, 100, {}).ok());
+  const auto stats2 = cache_stats(dir());
+  ASSERT_TRUE(stats2.ok());
+  const uint64_t position_bytes = kv.position_bytes() + sizeof(int32_t);
+  EXPECT_LT(stats2->bytes - stats1->bytes, 200 * position_bytes + 5 * 128)
+      << "the follow-up stored more than its 200 new positions";
+  EXPECT_EQ(restore(t, kv), 300u);
+}
+
+TEST_F(PrefixCacheTest, BrokenFilesAreIgnoredWithAWarningAndRemoved) {
+  const auto t = tokens(150);
+  const engine::KvCache kv = filled(150);
+  struct Breakage {
+    const char* name;
+    void (*apply)(const fs::path&);
+  };
+  const Breakage breakages[] = {
+      {"a flipped row byte",
+       [](const fs::path& p) {
+         std::fstream f(p, std::ios::in | std::ios::out | std::ios::binary);
+         f.seekp(-3, std::ios::end);
+         f.put('\x55');
+       }},
+      {"a flipped token",
+       [](const fs::path& p) {
+         std::fstream f(p, std::ios::in | std::ios::out | std::ios::binary);
+         f.seekp(72);
+         f.put('\x01');
+       }},
+      {"truncated", [](const fs::path& p) { fs::resize_file(p, fs::file_size(p) - 10); }},
+      {"truncated to its header", [](const fs::path& p) { fs::resize_file(p, 40); }},
+      {"empty", [](const fs::path& p) { fs::resize_file(p, 0); }},
+      {"padded", [](const fs::path& p) {
+         std::ofstream f(p, std::ios::app | std::ios::binary);
+         f << "extra";
+       }},
+      {"another version",
+       [](const fs::path& p) {
+         std::fstream f(p, std::ios::in | std::ios::out | std::ios::binary);
+         f.seekp(8);
+         f.put('\x02');
+       }},
+      {"garbage", [](const fs::path& p) { testing::write_bytes(p, std::string(5000, 'x')); }},
+  };
+  for (const Breakage& b : breakages) {
+    SCOPED_TRACE(b.name);
+    ASSERT_TRUE(clear_cache(dir()).ok());
+    ASSERT_TRUE(cache().save(t, kv, 0, {}).ok());
+    const auto files = files_under(dir());
+    ASSERT_EQ(files.size(), 3u);
+    // Break the middle segment (positions 64..128).
+    const fs::path victim = [&] {
+      for (const auto& f : files) {
+        if (fs::file_size(f) == 72 + 64 * (4 + kv.position_bytes())) {
+          std::ifstream in(f, std::ios::binary);
+          std::vector<char> h(72);
+          in.read(h.data(), 72);
+          uint32_t begin;
+          std::memcpy(&begin, h.data() + 56, 4);
+          if (begin == 64) return f;
+        }
+      }
+      return fs::path();
+    }();
+    ASSERT_FALSE(victim.empty());
+    b.apply(victim);
+    std::vector<std::string> warnings;
+    EXPECT_EQ(restore(t, kv, &warnings), 64u) << "only the part before the broken segment";
+    ASSERT_EQ(warnings.size(), 1u);
+    EXPECT_NE(warnings[0].find(victim.filename().string()), std::string::npos) << warnings[0];
+    EXPECT_FALSE(fs::exists(victim));
+    // The call computes normally; saving again repairs the cache.
+    engine::KvCache c(kLayers, kRowWidth);
+    std::vector<std::string> w;
+    ASSERT_EQ(cache().restore(t, c, w), 64u);
+    ASSERT_TRUE(cache().save(t, kv, 64, {}).ok());
+    EXPECT_EQ(restore(t, kv), 150u);
+  }
+}
+
+// Files of another model, or of another KV shape, are never used, even when
+// copied under this model's folder.
+TEST_F(PrefixCacheTest, ForeignFilesAreNeverUsed) {
+  const auto t = tokens(100);
+  const engine::KvCache kv = filled(100, 2);
+  PrefixCache other(dir(), shape("fedcba9876543210"), kDefaultCacheBytes);
+  ASSERT_TRUE(other.save(t, kv, 0, {}).ok());
+  EXPECT_EQ(restore(t, kv), 0u);  // another folder, other names
+  // Swapped in under the names this model's own segments have.
+  ASSERT_TRUE(cache().save(t, kv, 0, {}).ok());
+  const auto own = files_under(dir() / "0123456789abcdef");
+  const auto foreign = files_under(dir() / "fedcba9876543210");
+  ASSERT_EQ(own.size(), 2u);
+  ASSERT_EQ(foreign.size(), 2u);
+  for (const auto& f : own) {
+    for (const auto& g : foreign) {
+      if (fs::file_size(f) == fs::file_size(g)) fs::copy_file(g, f, fs::copy_options::overwrite_existing);
+    }
+  }
+  std::vector<std::string> warnings;
+  EXPECT_EQ(restore(t, kv, &warnings), 0u);
+  EXPECT_FALSE(warnings.empty());
+  EXPECT_NE(warnings[0].find("another model"), std::string::npos) << warnings[0];
+  EXPECT_TRUE(files_under(dir() / "0123456789abcdef").empty());
+
+  PrefixCache wide(dir(), {"0123456789abcdef", kLayers, kRowWidth * 2}, kDefaultCacheBytes);
+  engine::KvCache w(kLayers, kRowWidth * 2);
+  w.reserve(100);
+  w.grow_to(100);
+  ASSERT_TRUE(wide.save(t, w, 0, {}).ok());
+  EXPECT_EQ(restore(t, kv, &warnings), 0u);
+}
+
+TEST_F(PrefixCacheTest, EvictsTheLeastRecentlyUsedBeyondTheLimit) {
+  const engine::KvCache kv = filled(64);
+  const uint64_t one = 72 + 64 * (4 + kv.position_bytes());
+  PrefixCache small(dir(), shape(), 3 * one);
+  std::vector<std::vector<int32_t>> seqs;
+  for (int i = 0; i < 5; ++i) {
+    seqs.push_back(tokens(64, 1000 * (i + 1)));
+    ASSERT_TRUE(small.save(seqs.back(), kv, 0, {}).ok());
+    usleep(20000);  // file times are the LRU clock: make each save distinctly later
+  }
+  auto stats = cache_stats(dir());
+  ASSERT_TRUE(stats.ok());
+  EXPECT_LE(stats->bytes, 3 * one);
+  EXPECT_EQ(stats->files, 3u);
+  EXPECT_EQ(restore(seqs[4], kv), 64u);  // the newest stays
+  EXPECT_EQ(restore(seqs[0], kv), 0u);   // the oldest went
+
+  auto removed = prune_cache(dir(), 0);
+  ASSERT_TRUE(removed.ok());
+  EXPECT_EQ(*removed, 3 * one);
+  EXPECT_EQ(cache_stats(dir())->files, 0u);
+}
+
+// Processes saving and restoring the same and different sequences at once:
+// every restore gives the saved rows (restore() checks them).
+TEST_F(PrefixCacheTest, ConcurrentProcessesKeepTheCacheValid) {
+  const engine::KvCache kv = filled(200);
+  std::vector<pid_t> children;
+  for (int p = 0; p < 8; ++p) {
+    const pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      bool ok = true;
+      for (int round = 0; round < 20; ++round) {
+        const auto t = tokens(200, 100 * (round % 3));
+        engine::KvCache c(kLayers, kRowWidth);
+        std::vector<std::string> w;
+        const size_t n = cache().restore(t, c, w);
+        ok = ok && w.empty() && (n == 0 || rows(c, n) == rows(kv, n));
+        ok = ok && cache().save(t, kv, n, {}).ok();
+      }
+      _exit(ok ? 0 : 1);
+    }
+    children.push_back(pid);
+  }
+  for (pid_t pid : children) {
+    int status = 0;
+    waitpid(pid, &status, 0);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  }
+  EXPECT_EQ(restore(tokens(200, 0), kv), 200u);
+}
+
+TEST(ParseSize, UnitsAndErrors) {
+  EXPECT_EQ(*parse_size("1000"), 1000u);
+  EXPECT_EQ(*parse_size("4GiB"), uint64_t{4} << 30);
+  EXPECT_EQ(*parse_size("4G"), uint64_t{4} << 30);
+  EXPECT_EQ(*parse_size("10GB"), 10000000000u);
+  EXPECT_EQ(*parse_size("512M"), uint64_t{512} << 20);
+  EXPECT_EQ(*parse_size("0"), 0u);
+  for (const char* bad : {"", "G", "4X", "-1", "4 GiBs", "99999999999999999999", "16777216T"}) {
+    EXPECT_FALSE(parse_size(bad).ok()) << bad;
+  }
+}
+
+}  // namespace
+}  // namespace quip::store
