@@ -5,12 +5,26 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "chat/jinja_string.h"
 #include "tokenizer/unicode.h"
 
 namespace quip::chat::jinja {
 namespace {
 
-bool is_ws(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
+// Bytes of the whitespace character at s[i] (Python's \s: ASCII and Unicode
+// spaces), 0 if there is none.
+size_t ws_len(std::string_view s, size_t i) {
+  if (i >= s.size()) return 0;
+  const auto c = static_cast<unsigned char>(s[i]);
+  if (c < 0x80) return is_space(c) ? 1 : 0;
+  const tokenizer::Utf8Char ch = tokenizer::utf8_decode(s, i);
+  return ch.cp != tokenizer::kInvalidCodepoint && is_space(ch.cp) ? ch.len : 0;
+}
+
+size_t skip_ws(std::string_view s, size_t i) {
+  for (size_t n; (n = ws_len(s, i)) > 0;) i += n;
+  return i;
+}
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
 bool is_name_start(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' ||
@@ -78,10 +92,7 @@ class Lexer {
     return std::string::npos;
   }
 
-  static std::string_view rstrip(std::string_view s) {
-    while (!s.empty() && is_ws(s.back())) s.remove_suffix(1);
-    return s;
-  }
+  static std::string_view rstrip(std::string_view s) { return str_strip(s, std::nullopt, StripSide::Right); }
 
   // lstrip_blocks: spaces and tabs between the start of a line and a block
   // tag go, when nothing else is on the line before the tag.
@@ -89,10 +100,7 @@ class Lexer {
     const size_t nl = s.rfind('\n');
     const size_t l_pos = nl == std::string_view::npos ? 0 : nl + 1;
     if (l_pos == 0 && !line_starting) return s;
-    if (l_pos == s.size()) return s;
-    for (size_t i = l_pos; i < s.size(); ++i) {
-      if (!is_ws(s[i])) return s;
-    }
+    if (l_pos == s.size() || skip_ws(s, l_pos) != s.size()) return s;
     return s.substr(0, l_pos);
   }
 
@@ -129,7 +137,7 @@ class Lexer {
   bool after_block_end(char sign) {
     if (sign == '-') {
       size_t p = pos_;
-      while (pos_ < src_.size() && is_ws(src_[pos_])) ++pos_;
+      pos_ = skip_ws(src_, pos_);
       return pos_ > p && src_[pos_ - 1] == '\n';
     }
     if (sign != '+' && pos_ < src_.size() && src_[pos_] == '\n') {
@@ -152,17 +160,14 @@ class Lexer {
   // {% raw %}...{% endraw %}: the body is text, untouched.
   // Returns false when the tag at `tag` is not a raw tag.
   Result<bool> try_raw(size_t tag, bool& is_raw) {
-    size_t p = pos_;
-    while (p < src_.size() && is_ws(src_[p])) ++p;
+    size_t p = skip_ws(src_, pos_);
     is_raw = false;
     if (src_.compare(p, 3, "raw") != 0 || (p + 3 < src_.size() && is_name_char(src_[p + 3]))) {
       return false;
     }
-    p += 3;
-    while (p < src_.size() && is_ws(src_[p])) ++p;
+    p = skip_ws(src_, p + 3);
     if (src_.compare(p, 3, "-%}") == 0) {
-      p += 3;
-      while (p < src_.size() && is_ws(src_[p])) ++p;
+      p = skip_ws(src_, p + 3);
     } else if (src_.compare(p, 2, "%}") == 0) {
       p += 2;  // jinja2 applies no trim_blocks after {% raw %}
     } else {
@@ -175,10 +180,9 @@ class Lexer {
       size_t r = q + 2;
       const char sign = r < src_.size() && (src_[r] == '-' || src_[r] == '+') ? src_[r] : '\0';
       if (sign != '\0') ++r;
-      while (r < src_.size() && is_ws(src_[r])) ++r;
+      r = skip_ws(src_, r);
       if (src_.compare(r, 6, "endraw") != 0) continue;
-      r += 6;
-      while (r < src_.size() && is_ws(src_[r])) ++r;
+      r = skip_ws(src_, r + 6);
       char end_sign = '\0';
       if (r < src_.size() && (src_[r] == '-' || src_[r] == '+')) end_sign = src_[r++];
       if (src_.compare(r, 2, "%}") != 0) continue;
@@ -233,8 +237,8 @@ class Lexer {
         }
       }
       const char c = src_[pos_];
-      if (is_ws(c)) {
-        ++pos_;
+      if (const size_t n = ws_len(src_, pos_); n > 0) {
+        pos_ += n;
       } else if (c == '\'' || c == '"') {
         if (auto r = string_literal(); !r) return r.error();
       } else if (is_digit(c)) {

@@ -349,6 +349,9 @@ TEST(Jinja, FoundByDifferentialTesting) {
   EXPECT_EQ(render("{{ [1, 2] | truncate(5) }}|[{{ missing | truncate(5) }}]"), "[1, 2]|[]");
   EXPECT_FAILS("{{ true | truncate(5) }}");
   EXPECT_EQ(render("{{ 'x' ~ none | map('upper') | list }}|{{ none | selectattr('a') | list }}"), "x[]|[]");
+  // Whitespace control strips Unicode spaces too (Python's \s).
+  EXPECT_EQ(render("a \u00a0{%- if true -%}\u3000 b{% endif %}"), "ab");
+  EXPECT_EQ(render("a\u00a0\n\u00a0 {% if true %}x{% endif %}"), "a\u00a0\nx");
 }
 
 TEST(Jinja, ErrorsNameTheLine) {
