@@ -135,7 +135,6 @@ Result<Value> make_mapping(Evaluator& ev, CallArgs& call, Value out, std::string
     }
   }
   for (const auto& [k, v] : call.keyword) out.dict_ref().set(k, v);
-  (void)ev;
   return out;
 }
 

@@ -75,10 +75,8 @@ Result<Value> Evaluator::eval(const Expr& e, const ScopePtr& scope) {
       for (const auto& [k, v] : static_cast<const DictExpr&>(e).items) {
         Result<Value> key = eval(*k, scope);
         if (!key) return key;
-        if (key->is_list_like() || key->is_mapping() || key->is_undefined()) {
-          if (key->kind() != Value::Kind::Tuple) {
-            return fail(e.line, std::string("unhashable type: '") + key->type_name() + "'");
-          }
+        if (key->kind() == Value::Kind::List || key->is_mapping()) {
+          return fail(e.line, "unhashable type: " + quoted(key->type_name()));
         }
         Result<Value> val = eval(*v, scope);
         if (!val) return val;

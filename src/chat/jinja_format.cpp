@@ -122,7 +122,6 @@ Result<std::string> percent_format(std::string_view format, const Value& args) {
     positional.push_back(args);
   }
   size_t next = 0;
-  bool used_mapping = false;
   std::string out;
   for (size_t i = 0; i < format.size(); ++i) {
     if (format[i] != '%') {
@@ -137,7 +136,6 @@ Result<std::string> percent_format(std::string_view format, const Value& args) {
       if (mapping == nullptr) return Error{"format requires a mapping"};
       value = mapping->find(format.substr(i + 1, close - i - 1));
       if (value == nullptr) return Error{std::string("KeyError: '") + std::string(format.substr(i + 1, close - i - 1)) + "'"};
-      used_mapping = true;
       i = close + 1;
     }
     Spec s;
@@ -189,7 +187,6 @@ Result<std::string> percent_format(std::string_view format, const Value& args) {
   if (mapping == nullptr && next < positional.size()) {
     return Error{"not all arguments converted during string formatting"};
   }
-  (void)used_mapping;
   return out;
 }
 

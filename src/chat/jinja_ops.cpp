@@ -50,7 +50,7 @@ Result<Value> repeat(Evaluator& ev, const Value& seq, int64_t n) {
   return seq.kind() == Value::Kind::Tuple ? Value::tuple(std::move(out)) : Value::list(std::move(out));
 }
 
-Result<Value> arithmetic(Evaluator& ev, BinaryOp op, const Value& a, const Value& b) {
+Result<Value> arithmetic(BinaryOp op, const Value& a, const Value& b) {
   const bool floats = a.is_float() || b.is_float();
   switch (op) {
     case BinaryOp::Add:
@@ -98,7 +98,6 @@ Result<Value> arithmetic(Evaluator& ev, BinaryOp op, const Value& a, const Value
     }
     default: break;
   }
-  (void)ev;
   return Error{"bad operator"};
 }
 
@@ -131,7 +130,7 @@ Result<Value> binary_op(Evaluator& ev, BinaryOp op, const Value& a, const Value&
   if (b.is_undefined()) return Error{b.undefined_reason()};
   static constexpr const char* kOpText[] = {"+", "-", "*", "/", "//", "%", "**"};
   const char* op_text = kOpText[static_cast<int>(op)];
-  if (a.is_number() && b.is_number()) return arithmetic(ev, op, a, b);
+  if (a.is_number() && b.is_number()) return arithmetic(op, a, b);
   if (op == BinaryOp::Add) {
     if (a.is_string() && b.is_string()) {
       if (auto r = ev.check_string(a.str().size() + b.str().size()); !r) return r.error();
