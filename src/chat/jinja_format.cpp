@@ -184,7 +184,8 @@ Result<std::string> percent_format(std::string_view format, const Value& args) {
     if (!one) return one.error();
     out += *one;
   }
-  if (mapping == nullptr && next < positional.size()) {
+  // Python skips this check for arguments it could index (a list, a dict).
+  if (mapping == nullptr && args.kind() != Value::Kind::List && next < positional.size()) {
     return Error{"not all arguments converted during string formatting"};
   }
   return out;

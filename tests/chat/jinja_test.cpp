@@ -349,6 +349,8 @@ TEST(Jinja, FoundByDifferentialTesting) {
   EXPECT_EQ(render("{{ [1, 2] | truncate(5) }}|[{{ missing | truncate(5) }}]"), "[1, 2]|[]");
   EXPECT_FAILS("{{ true | truncate(5) }}");
   EXPECT_EQ(render("{{ 'x' ~ none | map('upper') | list }}|{{ none | selectattr('a') | list }}"), "x[]|[]");
+  EXPECT_EQ(render("{{ 'no slots' % [1, 2] }}|{{ '%s' % [1, 2] }}"), "no slots|[1, 2]");
+  EXPECT_FAILS("{{ 'no slots' % (1, 2) }}");
   // Whitespace control strips Unicode spaces too (Python's \s).
   EXPECT_EQ(render("a \u00a0{%- if true -%}\u3000 b{% endif %}"), "ab");
   EXPECT_EQ(render("a\u00a0\n\u00a0 {% if true %}x{% endif %}"), "a\u00a0\nx");
