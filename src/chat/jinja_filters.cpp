@@ -320,7 +320,7 @@ Result<Value> f_round(Evaluator&, CallArgs& call) {
     const double f = v.as_float();
     if (!std::isfinite(f)) return v;
     if (precision >= 0) {
-      char buf[512];
+      char buf[1024];  // 309 integer digits + 340 decimals at most
       std::snprintf(buf, sizeof buf, "%.*f", static_cast<int>(std::min<int64_t>(precision, 340)), f);
       return Value::number(std::strtod(buf, nullptr));
     }

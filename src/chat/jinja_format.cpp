@@ -41,7 +41,7 @@ std::string pad(std::string body, const Spec& s, char default_align) {
 // A number through printf: `conv` is one of d x X o e E f F g G.
 std::string printf_number(const Value& v, char conv, const Spec& s) {
   char fmt[32];
-  char buf[512];
+  char buf[1024];  // 309 integer digits + 340 decimals at most
   std::string flags;
   if (s.sign == '+') flags += '+';
   if (s.sign == ' ') flags += ' ';
