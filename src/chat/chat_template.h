@@ -29,7 +29,9 @@ struct RenderOptions {
   // context. They do not replace messages, add_generation_prompt, bos_token
   // or eos_token. nlohmann::json sorts object keys; for values whose key
   // order the model should see as given (tool schemas), use extra_ordered,
-  // which is merged after extra.
+  // which is merged after extra. Leave "tools" out when there are none:
+  // templates test `tools is defined` or `tools is not none`, and the
+  // renderings in ../shared/templates/expected.json leave it undefined.
   nlohmann::json extra = nlohmann::json::object();
   nlohmann::ordered_json extra_ordered = nlohmann::ordered_json::object();
   // Bounds on one render (output size, loop iterations, recursion, time).
