@@ -9,12 +9,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 model=${1:-} reps=${2:-5} threads=${3:-2}
-quip=build/quip
+build=${BUILD:-build}
+quip=$build/quip
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 if [ -z "$model" ]; then
   model=$work/qwen2.5-0.5b-q4_k_m.gguf
-  build/quip-synth qwen2.5-0.5b "$model" --type q4_k_m
+  "$build/quip-synth" qwen2.5-0.5b "$model" --type q4_k_m
 fi
 export QUIP_HOME=$work/home QUIP_SESSION=bench-followup
 unset QUIP_CONFIG
