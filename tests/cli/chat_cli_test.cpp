@@ -10,6 +10,7 @@
 // reference rendering of the whole conversation has after the answer).
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <csignal>
 #include <nlohmann/json.hpp>
@@ -330,12 +331,24 @@ TEST_F(ChatCli, ConcurrentCallsAreAllRecorded) {
 // it was not recorded; exit status 1.
 TEST_F(ChatCli, ReadOnlyStoreStillAnswers) {
   QUIP_REQUIRE_SHARED();
-  if (geteuid() == 0) GTEST_SKIP() << "root writes to read-only folders";
   std::filesystem::create_directories(home_ / "data");
+  std::filesystem::create_directories(home_ / "cache");
   chmod((home_ / "data").c_str(), 0555);
-  const RunResult r = run({"-m", model_path(), "-n", "4", "--ignore-eos", "hi"});
+  std::vector<std::string> command = {QUIP_BINARY};
+  if (geteuid() == 0) {
+    // root writes to read-only folders: run quip as nobody, who may enter
+    // the home and write the cache but not the data folder.
+    if (access("/usr/bin/setpriv", X_OK) != 0) GTEST_SKIP() << "root, and no setpriv";
+    command = {"/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", QUIP_BINARY};
+    chmod(home_.path().c_str(), 0755);
+    chmod((home_ / "cache").c_str(), 0777);
+  }
+  command.insert(command.end(), {"-m", model_path(), "-n", "4", "--ignore-eos", "hi"});
+  RunOptions o;
+  o.env = options_.env;
+  const RunResult r = run_command(command, o);
   chmod((home_ / "data").c_str(), 0755);
-  EXPECT_EQ(r.status, kExitFailure);
+  EXPECT_EQ(r.status, kExitFailure) << r.err;
   EXPECT_FALSE(r.out.empty());
   EXPECT_EQ(testing::count_lines(r.err), 1u) << r.err;
   EXPECT_NE(r.err.find("not recorded"), std::string::npos) << r.err;
