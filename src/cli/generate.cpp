@@ -428,7 +428,9 @@ int generate_main(const std::vector<std::string>& args, std::ostream& out, std::
                                   .n_ctx = n_ctx,
                                   .sampler = sampling,
                                   .top_logprobs = f.json ? f.logprobs : 0,
-                                  .is_end = {}};
+                                  .is_end = {},
+                                  // Ctrl-C is heard between prompt batches too.
+                                  .keep_going = [] { return g_interrupted == 0; }};
   const tokenizer::Vocab& vocab = loaded->tokenizer.vocab();
   if (!f.ignore_eos) options.is_end = [&](int32_t id) { return vocab.is_eog(id); };
 
@@ -471,7 +473,9 @@ int generate_main(const std::vector<std::string>& args, std::ostream& out, std::
     std::vector<int32_t> sequence = prompt.tokens;
     sequence.insert(sequence.end(), g.tokens.begin(), g.tokens.end());
     const size_t marks[] = {prompt.tokens.size()};
-    if (auto saved = prefix_cache->save(sequence, fwd.cache(), restored, marks); !saved) {
+    // An interrupted prompt may leave the cache short of what was restored.
+    const size_t from = std::min(restored, fwd.cache().size());
+    if (auto saved = prefix_cache->save(sequence, fwd.cache(), from, marks); !saved) {
       err << "quip: warning: prefix cache: " << saved.error().message << '\n';
     }
   }
@@ -523,7 +527,7 @@ int generate_main(const std::vector<std::string>& args, std::ostream& out, std::
   }
 
   const nlohmann::json usage = {{"prompt_tokens", prompt.tokens.size()},
-                                {"cached_tokens", prompt.tokens.size() - g.evaluated_tokens},
+                                {"cached_tokens", g.cached_tokens},
                                 {"evaluated_tokens", g.evaluated_tokens},
                                 {"generated_tokens", g.tokens.size()}};
   if (f.json) {
@@ -553,7 +557,7 @@ int generate_main(const std::vector<std::string>& args, std::ostream& out, std::
         << (recorded ? std::to_string(recorded->conversation) + " turn " +
                            std::to_string(recorded->turn)
                      : std::string("(not recorded)"))
-        << ", prompt " << prompt.tokens.size() << " tokens (" << usage["cached_tokens"]
+        << ", prompt " << prompt.tokens.size() << " tokens (" << g.cached_tokens
         << " cached, " << g.evaluated_tokens << " evaluated in " << std::lround(g.prompt_ms)
         << " ms), " << g.tokens.size() << " generated in " << std::lround(g.generation_ms)
         << " ms, load " << std::lround(ms_between(t_start, t_loaded)) << " ms\n";

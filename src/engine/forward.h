@@ -48,6 +48,7 @@ class Forward {
   std::span<const float> eval(std::span<const int32_t> tokens, bool all_logits = false);
 
   size_t position() const { return cache_.size(); }
+  size_t max_batch() const { return max_batch_; }  // tokens one eval_batch takes at most
   KvCache& cache() { return cache_; }
   const KvCache& cache() const { return cache_; }
   const Model& model() const { return m_; }

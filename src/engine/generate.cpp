@@ -41,9 +41,19 @@ Generation generate(Forward& fwd, std::span<const int32_t> prompt, const Generat
   const auto start = std::chrono::steady_clock::now();
   // The logits after the prompt need its last token evaluated here.
   if (fwd.position() == prompt.size()) fwd.cache().truncate(prompt.size() - 1);
+  g.cached_tokens = fwd.position();
   const std::span<const int32_t> rest = prompt.subspan(fwd.position());
-  g.evaluated_tokens = rest.size();
-  std::span<const float> logits = fwd.eval(rest);
+  std::span<const float> logits;
+  for (size_t begin = 0; begin < rest.size(); begin += fwd.max_batch()) {
+    if (options.keep_going && !options.keep_going()) {
+      g.stop = StopReason::Caller;
+      g.prompt_ms = ms_since(start);
+      return g;
+    }
+    const size_t n = std::min(fwd.max_batch(), rest.size() - begin);
+    logits = fwd.eval(rest.subspan(begin, n));
+    g.evaluated_tokens += n;
+  }
   g.prompt_ms = ms_since(start);
 
   const auto gen_start = std::chrono::steady_clock::now();

@@ -19,6 +19,9 @@ struct GenerateOptions {
   SamplerSettings sampler;
   int top_logprobs = 0;                 // K: report the K most likely tokens of each step
   std::function<bool(int32_t)> is_end;  // end-of-generation tokens (not part of the answer)
+  // Asked between batches of the prompt (Forward's max_batch tokens each):
+  // false stops before the answer, keeping what was evaluated in the cache.
+  std::function<bool()> keep_going;
 };
 
 struct TokenLogprob {
@@ -37,6 +40,7 @@ struct Generation {
   std::vector<int32_t> tokens;  // the answer; an end token is not included
   std::vector<Step> steps;      // with top_logprobs: one per token drawn
   StopReason stop = StopReason::Length;
+  size_t cached_tokens = 0;     // prompt tokens the cache held already
   size_t evaluated_tokens = 0;  // prompt tokens the forward pass computed
   double prompt_ms = 0, generation_ms = 0;
 };
@@ -44,7 +48,8 @@ struct Generation {
 // Evaluates the prompt tokens beyond what `fwd` already holds (a cache that
 // holds the whole prompt has its last position evaluated again for the
 // logits), then generates. on_token(id) is called for each answer token as
-// it is drawn; returning false stops generation.
+// it is drawn; returning false stops generation, as does keep_going
+// returning false during the prompt (StopReason::Caller either way).
 // PRECONDITIONS: the cache holds a prefix of `prompt`; prompt is not empty
 // and shorter than options.n_ctx; options.sampler is valid.
 Generation generate(Forward& fwd, std::span<const int32_t> prompt, const GenerateOptions& options,

@@ -13,6 +13,7 @@
 #include <set>
 
 #include "engine/forward_ref.h"
+#include "engine/generate.h"
 #include "engine/reference_outputs.h"
 #include "support/shared.h"
 
@@ -215,6 +216,42 @@ TEST_P(Properties, RestoredCacheContinuesExactly) {
 
   Forward wrong(loaded->model, options(1));
   EXPECT_FALSE(wrong.cache().restore(std::span(saved).first(saved.size() - 1), cut).ok());
+}
+
+// A caller that stops during a long prompt (Ctrl-C) is heard between
+// batches; what was evaluated stays in the cache, and a later call that goes
+// on from it gives the uninterrupted answer.
+TEST_P(Properties, StoppedPromptKeepsWhatItEvaluated) {
+  QUIP_REQUIRE_SHARED();
+  const auto loaded = load(GetParam());
+  const std::vector<int32_t> tokens = long_prompt(GetParam());
+  ASSERT_GT(tokens.size(), 15u);
+  ForwardOptions small = options(2);
+  small.max_batch = 7;
+  GenerateOptions go;
+  go.max_tokens = 8;
+  go.n_ctx = tokens.size() + 16;
+
+  Forward whole(loaded->model, small);
+  const Generation expected = generate(whole, tokens, go, [](int32_t) { return true; });
+  ASSERT_EQ(expected.tokens.size(), 8u);
+
+  Forward fwd(loaded->model, small);
+  int asked = 0;
+  GenerateOptions stopping = go;
+  stopping.keep_going = [&] { return ++asked <= 2; };  // two batches, then stop
+  bool answered = false;
+  const Generation stopped = generate(fwd, tokens, stopping, [&](int32_t) { return answered = true; });
+  EXPECT_EQ(stopped.stop, StopReason::Caller);
+  EXPECT_TRUE(stopped.tokens.empty());
+  EXPECT_FALSE(answered);
+  EXPECT_EQ(stopped.evaluated_tokens, 14u);
+  EXPECT_EQ(fwd.position(), 14u);
+
+  const Generation resumed = generate(fwd, tokens, go, [](int32_t) { return true; });
+  EXPECT_EQ(resumed.cached_tokens, 14u);
+  EXPECT_EQ(resumed.evaluated_tokens, tokens.size() - 14);
+  EXPECT_EQ(resumed.tokens, expected.tokens);
 }
 
 // The SIMD tables against the reference one, through the whole model.
