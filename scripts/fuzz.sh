@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Runs a libFuzzer target for a number of seconds on a seed corpus made from
 # the shared test data.
-#   scripts/fuzz.sh FUZZER SECONDS SHARED_DIR gguf|text|jinja
+#   scripts/fuzz.sh FUZZER SECONDS SHARED_DIR gguf|text|jinja|config|edits
 # gguf: seeds are the heads of the shared GGUF files (for file parsers).
 # text: seeds are the tokenizer test strings and slices of a book.
 # jinja: seeds are the shared chat templates.
+# config: seeds are config.toml files, valid and broken.
+# edits: seeds are a few edit lists (the target builds its own files).
 set -euo pipefail
 fuzzer=$1 seconds=$2 shared=$3 kind=$4
 name=$(basename "$fuzzer")${QUIP_FUZZ_VOCAB:+-$(basename "$QUIP_FUZZ_VOCAB" .gguf)}
@@ -12,7 +14,36 @@ work=$(dirname "$fuzzer")/run-$name
 seeds=$work/seeds corpus=$work/corpus
 rm -rf "$seeds" && mkdir -p "$seeds" "$corpus"
 
-if [ -d "$shared/models" ]; then
+if [ "$kind" = config ]; then
+  cat >"$seeds/full.toml" <<'TOML'
+model = "qwen"
+temp = 0
+threads = 2
+[models.qwen]
+path = "~/models/qwen2.5-0.5b-instruct-q4_k_m.gguf"
+system = "Answer in one line."
+temp = 0.7
+top_k = 40
+top_p = 0.95
+min_p = 0.05
+repeat_penalty = 1.1
+seed = 7
+ctx_size = 4096
+n_predict = 256
+template = "chatml.jinja"
+[models."llama 3"]
+path = "/srv/llama.gguf"
+[cache]
+max_size = "4GiB"
+TOML
+  printf 'tmep = 0.5\n[models.q]\nsystem = "x"\n' >"$seeds/broken.toml"
+  printf '[cache]\nmax_size = 1000000\n' >"$seeds/size.toml"
+elif [ "$kind" = edits ]; then
+  printf '\x00' >"$seeds/none"
+  printf '\x01\x00\x20\x01\x00\x60\x80' >"$seeds/header"
+  printf '\x00\x02\x00\x01\xff\x00\x50' >"$seeds/rows-truncated"
+  printf '\x03QUIP-KV' >"$seeds/whole"
+elif [ -d "$shared/models" ]; then
   if [ "$kind" = jinja ]; then
     cp "$shared"/templates/*.jinja "$seeds/"
   elif [ "$kind" = gguf ]; then

@@ -24,8 +24,9 @@ class Reporter {
   explicit Reporter(const fs::path& file) : file_(file.string()) {}
 
   Error at(const toml::node& node, const std::string& key, const std::string& what) const {
-    return Error{file_ + ":" + std::to_string(node.source().begin.line) + ": " + key + ": " +
-                 what};
+    // A quoted key may hold any character, a line break included.
+    return Error{file_ + ":" + std::to_string(node.source().begin.line) + ": " +
+                 printable(key, 200) + ": " + what};
   }
 
  private:
@@ -149,6 +150,7 @@ struct Reader {
 Result<void> read_model(const Reader& r, const Reporter& report, const std::string& name,
                         const toml::node& node, Config& config) {
   const std::string prefix = "models." + name;
+  if (name.empty()) return report.at(node, "models.\"\"", "an alias needs a name");
   const auto* table = node.as_table();
   if (table == nullptr) {
     return report.at(node, prefix, std::string("expected a table, got ") + type_name(node));
@@ -181,8 +183,9 @@ Result<Config> parse_config(std::string_view text, const fs::path& file) {
   try {
     root = toml::parse(text, file.string());
   } catch (const toml::parse_error& e) {
+    // toml++ quotes the character it saw, which may be a line break.
     return Error{file.string() + ":" + std::to_string(e.source().begin.line) + ": " +
-                 std::string(e.description())};
+                 printable(e.description(), 200)};
   }
   Config config;
   config.file = file;

@@ -123,6 +123,10 @@ TEST(Config, BrokenConfigsNameFileLineAndKey) {
       {"[cache\n", "config.toml:1:"},
       {"temp = 0.5\ntemp = 0.6\n", "config.toml:2:"},
       {"temp = \n", "config.toml:1:"},
+      {"seed = t\n", "config.toml:1:"},  // the parser quotes the line break it saw
+      {"seed = \"a\nb\"\n", "config.toml:1:"},
+      {"\"te\\nmp\" = 1\n", "config.toml:1: te\\x0Amp: unknown key"},
+      {"[models.\"\"]\npath = \"a\"\n", "config.toml:1: models.\"\": an alias needs a name"},
       {"[models.q]\npath = \"\"\n", "models.q.path: is empty"},
       {"[cache]\nmax_size = \"lots\"\n", "config.toml:2: cache.max_size: 'lots' is not a size"},
       {"[cache]\nmax_size = -1\n", "cache.max_size"},

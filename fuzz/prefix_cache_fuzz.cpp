@@ -1,0 +1,121 @@
+// libFuzzer target: a prefix cache whose segment files hold any bytes
+// never crashes and never restores a row that differs from what was saved.
+//
+// Each run saves a known 100-position sequence (two segments: [0, 64) and
+// [64, 100)), then overwrites one of its files with a variant chosen by the
+// input, and restores. The first input byte picks the file and the mode:
+// the rest of the input is either the whole new file, or edits to the real
+// file (XOR a byte at an offset, then an optional truncation), which reach
+// past the header checks into the tokens, rows and checksum.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "engine/kv_cache.h"
+#include "store/prefix_cache.h"
+
+namespace fs = std::filesystem;
+using quip::engine::KvCache;
+using quip::store::PrefixCache;
+
+namespace {
+
+constexpr uint32_t kLayers = 2, kRowWidth = 8;
+constexpr size_t kPositions = 100;
+
+struct Fixture {
+  fs::path dir;
+  quip::store::KvShape shape{"0123456789abcdef", kLayers, kRowWidth};
+  std::vector<int32_t> tokens;
+  std::vector<uint8_t> rows;                // what save() wrote, positions [0, kPositions)
+  std::vector<fs::path> files;              // sorted, so the choice is stable
+  std::vector<std::vector<uint8_t>> bytes;  // their contents
+
+  Fixture() {
+    dir = fs::temp_directory_path() / ("quip-fuzz-kv-" + std::to_string(getpid()));
+    fs::remove_all(dir);
+    KvCache kv(kLayers, kRowWidth);
+    kv.reserve(kPositions);
+    kv.grow_to(kPositions);
+    for (uint32_t l = 0; l < kLayers; ++l) {
+      for (size_t i = 0; i < kPositions * kRowWidth; ++i) {
+        kv.k(l)[i] = static_cast<uint16_t>(i * 7 + l);
+        kv.v(l)[i] = static_cast<uint16_t>(i * 13 + l);
+      }
+    }
+    for (size_t i = 0; i < kPositions; ++i) tokens.push_back(static_cast<int32_t>(i * 31 % 997));
+    kv.save(0, kPositions, rows);
+    PrefixCache cache(dir, shape, quip::store::kDefaultCacheBytes);
+    const size_t mark = kPositions;
+    if (!cache.save(tokens, kv, 0, {&mark, 1}).ok()) std::abort();
+    for (const auto& entry : fs::recursive_directory_iterator(dir)) {
+      if (entry.is_regular_file()) files.push_back(entry.path());
+    }
+    std::sort(files.begin(), files.end());
+    if (files.size() != 2) std::abort();
+    for (const fs::path& f : files) {
+      std::ifstream in(f, std::ios::binary);
+      bytes.emplace_back(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    }
+  }
+  ~Fixture() { fs::remove_all(dir); }
+};
+
+void write(const fs::path& path, const uint8_t* data, size_t size) {
+  fs::create_directories(path.parent_path());
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  static Fixture fx;
+  if (size == 0) return 0;
+  const size_t which = data[0] & 1;
+  const bool whole = (data[0] & 2) != 0;
+  for (size_t i = 0; i < fx.files.size(); ++i) {
+    write(fx.files[i], fx.bytes[i].data(), fx.bytes[i].size());  // restore() may have removed it
+  }
+  if (whole) {
+    write(fx.files[which], data + 1, size - 1);
+  } else {
+    std::vector<uint8_t> file = fx.bytes[which];
+    size_t at = 1;
+    for (; at + 3 <= size && data[at] != 0xff; at += 3) {  // (offset u16, xor u8) edits
+      const size_t offset = (size_t{data[at]} << 8 | data[at + 1]) % file.size();
+      file[offset] ^= data[at + 2];
+    }
+    if (at + 3 <= size) file.resize((size_t{data[at + 1]} << 8 | data[at + 2]) % (file.size() + 1));
+    write(fx.files[which], file.data(), file.size());
+  }
+
+  PrefixCache cache(fx.dir, fx.shape, quip::store::kDefaultCacheBytes);
+  KvCache kv(kLayers, kRowWidth);
+  std::vector<std::string> warnings;
+  const size_t n = cache.restore(fx.tokens, kv, warnings);
+  if (n > kPositions || kv.size() != n) std::abort();
+  for (const std::string& w : warnings) {
+    if (w.empty() || w.find('\n') != std::string::npos) std::abort();
+  }
+  // Whatever was restored is exactly what was saved.
+  std::vector<uint8_t> got;
+  kv.save(0, n, got);
+  for (uint32_t part = 0; part < 2 * kLayers; ++part) {  // k then v rows, per layer
+    const size_t row_bytes = kRowWidth * sizeof(uint16_t);
+    for (size_t p = 0; p < n; ++p) {
+      const uint8_t* a = got.data() + (part * n + p) * row_bytes;
+      const uint8_t* b = fx.rows.data() + (part * kPositions + p) * row_bytes;
+      if (std::memcmp(a, b, row_bytes) != 0) std::abort();
+    }
+  }
+  return 0;
+}
