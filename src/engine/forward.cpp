@@ -152,15 +152,21 @@ void Forward::layer(uint32_t il, size_t n, size_t pos0) {
   });
 
   // attention: causal, query t sees positions 0..pos0+t; grouped-query
-  // heads (Ainslie et al. 2023) share KV head h / group.
+  // heads (Ainslie et al. 2023) share KV head h / group. One item is up to
+  // kHeadsPerItem heads of one group for one token: the kernel reads each
+  // key and value row once for all of them.
   const uint32_t group = hp_.n_head / hp_.n_head_kv;
+  constexpr uint32_t kHeadsPerItem = 4;
+  const uint32_t chunks = (group + kHeadsPerItem - 1) / kHeadsPerItem;  // per group
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-  pool_->parallel_for(n * hp_.n_head, [&](size_t begin, size_t end) {
+  pool_->parallel_for(n * hp_.n_head_kv * chunks, [&](size_t begin, size_t end) {
     for (size_t item = begin; item < end; ++item) {
-      const size_t t = item / hp_.n_head, h = item % hp_.n_head;
-      const size_t kv_off = (h / group) * hd;
-      attend_(hd, pos0 + t + 1, q_.data() + t * q_dim + h * hd, k_cache + kv_off, v_cache + kv_off,
-              kv_dim, scale, attn_.data() + t * q_dim + h * hd);
+      const size_t t = item / (hp_.n_head_kv * chunks), rest = item % (hp_.n_head_kv * chunks);
+      const size_t kv_head = rest / chunks, first = rest % chunks * kHeadsPerItem;
+      const size_t h = kv_head * group + first;
+      const size_t heads = std::min<size_t>(kHeadsPerItem, group - first);
+      attend_(hd, heads, pos0 + t + 1, q_.data() + t * q_dim + h * hd, k_cache + kv_head * hd,
+              v_cache + kv_head * hd, kv_dim, scale, attn_.data() + t * q_dim + h * hd);
     }
   });
 

@@ -395,7 +395,7 @@ std::span<const float> ReferenceForward::step(int32_t token) {
     const kernels::AttendFn attend = kernels::attend_function(kernels::Isa::Reference, hd);
     for (uint32_t hh = 0; hh < hp.n_head; ++hh) {
       const size_t kv_off = size_t{hh / group} * hd;
-      attend(hd, n_pos, q.data() + hh * hd, k_cache_[il].data() + kv_off,
+      attend(hd, 1, n_pos, q.data() + hh * hd, k_cache_[il].data() + kv_off,
              v_cache_[il].data() + kv_off, kv_dim, scale, attn.data() + hh * hd);
     }
     add(x, matvec(l.wo, attn));

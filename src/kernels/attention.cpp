@@ -11,8 +11,8 @@ namespace quip::kernels {
 
 namespace {
 
-void attend_reference(size_t head_dim, size_t n, const float* q, const uint16_t* k,
-                      const uint16_t* v, size_t stride, float scale, float* out) {
+void attend_one(size_t head_dim, size_t n, const float* q, const uint16_t* k, const uint16_t* v,
+                size_t stride, float scale, float* out) {
   thread_local std::vector<float> acc, key;  // acc: values of half precision
   acc.assign(head_dim, 0.0f);
   key.resize(head_dim);
@@ -37,6 +37,14 @@ void attend_reference(size_t head_dim, size_t n, const float* q, const uint16_t*
   }
   const float inv = 1.0f / sum;  // ggml scales by 1 / sum
   for (size_t d = 0; d < head_dim; ++d) out[d] = acc[d] * inv;
+}
+
+void attend_reference(size_t head_dim, size_t n_heads, size_t n, const float* q,
+                      const uint16_t* k, const uint16_t* v, size_t stride, float scale,
+                      float* out) {
+  for (size_t h = 0; h < n_heads; ++h) {
+    attend_one(head_dim, n, q + h * head_dim, k, v, stride, scale, out + h * head_dim);
+  }
 }
 
 void swiglu_reference(const float* gate, const float* up, float* out, size_t n) {

@@ -47,13 +47,15 @@ inline float ggml_dot_f16(const float* x, const float* y, size_t n) {
   return static_cast<float>(sumf);
 }
 
-// out (head_dim floats) = attention of q over positions 0..n-1, whose key
-// and value rows (head_dim halves each) start at k + p * stride and
-// v + p * stride.
+// out = attention of each of n_heads query heads over positions 0..n-1,
+// whose key and value rows (head_dim halves each) start at k + p * stride
+// and v + p * stride; q and out hold the heads one after another, head_dim
+// floats each (the query heads of one grouped-query group).
 // PRECONDITIONS: n >= 1; q holds half-representable values (the query as
 // ggml converts it to the cache's type).
-using AttendFn = void (*)(size_t head_dim, size_t n, const float* q, const uint16_t* k,
-                          const uint16_t* v, size_t stride, float scale, float* out);
+using AttendFn = void (*)(size_t head_dim, size_t n_heads, size_t n, const float* q,
+                          const uint16_t* k, const uint16_t* v, size_t stride, float scale,
+                          float* out);
 
 // The attention kernel of `isa` for heads of head_dim (the reference where
 // that instruction set has none for this size).

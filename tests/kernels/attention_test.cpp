@@ -46,7 +46,8 @@ TEST(Attention, ReferenceIsTheSoftmaxWeightedSumOfValues) {
   for (float& x : q) x = f16_to_f32(f32_to_f16(std::uniform_real_distribution<float>(-1, 1)(rng)));
   std::vector<float> out(hd);
   const float scale = 0.3f;
-  attend_function(Isa::Reference, hd)(hd, n, q.data(), k.data(), v.data(), hd, scale, out.data());
+  attend_function(Isa::Reference, hd)(hd, 1, n, q.data(), k.data(), v.data(), hd, scale,
+                                      out.data());
   std::vector<double> w(n);
   double max = -1e300, total = 0;
   for (size_t p = 0; p < n; ++p) {
@@ -63,26 +64,33 @@ TEST(Attention, ReferenceIsTheSoftmaxWeightedSumOfValues) {
   }
 }
 
+// Every head of a group, however many share a call, is computed as the
+// reference computes it alone.
 TEST(Attention, SimdKernelsEqualTheReferenceBitForBit) {
   const std::vector<Isa> isas = testing::simd_isas();
   if (isas.empty()) GTEST_SKIP() << "this CPU has no SIMD kernels";
   std::mt19937 rng(7);
   for (size_t hd : {size_t{16}, size_t{32}, size_t{64}, size_t{72}, size_t{128}}) {
     for (size_t n : {size_t{1}, size_t{7}, size_t{100}}) {
-      const size_t stride = hd * 2 + 8;  // KV heads interleaved, as in the cache
-      const std::vector<uint16_t> k = random_halves(stride * n, rng);
-      const std::vector<uint16_t> v = random_halves(stride * n, rng);
-      std::vector<float> q(hd);
-      for (float& x : q)
-        x = f16_to_f32(f32_to_f16(std::uniform_real_distribution<float>(-2, 2)(rng)));
-      std::vector<float> want(hd);
-      attend_function(Isa::Reference, hd)(hd, n, q.data(), k.data(), v.data(), stride, 0.125f,
-                                          want.data());
-      for (Isa isa : isas) {
-        std::vector<float> got(hd);
-        attend_function(isa, hd)(hd, n, q.data(), k.data(), v.data(), stride, 0.125f, got.data());
-        EXPECT_EQ(std::memcmp(got.data(), want.data(), hd * sizeof(float)), 0)
-            << isa_name(isa) << " head_dim " << hd << " positions " << n;
+      for (size_t heads : {size_t{1}, size_t{2}, size_t{3}, size_t{4}, size_t{7}}) {
+        const size_t stride = hd * 2 + 8;  // KV heads interleaved, as in the cache
+        const std::vector<uint16_t> k = random_halves(stride * n, rng);
+        const std::vector<uint16_t> v = random_halves(stride * n, rng);
+        std::vector<float> q(hd * heads);
+        for (float& x : q)
+          x = f16_to_f32(f32_to_f16(std::uniform_real_distribution<float>(-2, 2)(rng)));
+        std::vector<float> want(hd * heads);
+        for (size_t h = 0; h < heads; ++h) {
+          attend_function(Isa::Reference, hd)(hd, 1, n, q.data() + h * hd, k.data(), v.data(),
+                                              stride, 0.125f, want.data() + h * hd);
+        }
+        for (Isa isa : isas) {
+          std::vector<float> got(hd * heads);
+          attend_function(isa, hd)(hd, heads, n, q.data(), k.data(), v.data(), stride, 0.125f,
+                                   got.data());
+          EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0)
+              << isa_name(isa) << " head_dim " << hd << " positions " << n << " heads " << heads;
+        }
       }
     }
   }
