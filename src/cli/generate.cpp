@@ -4,6 +4,7 @@
 #include <cmath>
 #include <csignal>
 #include <cstring>
+#include <unistd.h>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -457,6 +458,12 @@ int generate_main(const std::vector<std::string>& args, std::ostream& out, std::
   const std::string tail = decoder.flush();
   text += tail;
   if (!f.json && !reader_gone) out << tail << std::flush;  // stdout holds exactly the answer
+  // On a terminal, the shell's prompt starts on a line of its own (a pipe
+  // or $(...) gets the answer as it is).
+  if (!f.json && !reader_gone && &out == &std::cout && isatty(STDOUT_FILENO) != 0 &&
+      !text.empty() && text.back() != '\n') {
+    out << '\n' << std::flush;
+  }
   const bool interrupted = g_interrupted != 0 || reader_gone;
 
   const nlohmann::json timings = {
