@@ -76,33 +76,11 @@ Result<ExprPtr> Parser::parse_cond() {
 }
 
 Result<ExprPtr> Parser::parse_or() {
-  Result<ExprPtr> left = parse_and();
-  if (!left) return left;
-  ExprPtr node = std::move(*left);
-  for (int chain = 0; is_name("or"); ++chain) {
-    if (chain > kMaxChain) return fail("expression too long (more than " + std::to_string(kMaxChain) + " operators in a row)");
-    const int line = cur().line;
-    advance();
-    Result<ExprPtr> right = parse_and();
-    if (!right) return right;
-    node = std::make_unique<BinaryExpr>(line, BinaryOp::Or, std::move(node), std::move(*right));
-  }
-  return node;
+  return binary_level(&Parser::parse_and, {{"or", BinaryOp::Or}}, Operators::Keywords);
 }
 
 Result<ExprPtr> Parser::parse_and() {
-  Result<ExprPtr> left = parse_not();
-  if (!left) return left;
-  ExprPtr node = std::move(*left);
-  for (int chain = 0; is_name("and"); ++chain) {
-    if (chain > kMaxChain) return fail("expression too long (more than " + std::to_string(kMaxChain) + " operators in a row)");
-    const int line = cur().line;
-    advance();
-    Result<ExprPtr> right = parse_not();
-    if (!right) return right;
-    node = std::make_unique<BinaryExpr>(line, BinaryOp::And, std::move(node), std::move(*right));
-  }
-  return node;
+  return binary_level(&Parser::parse_not, {{"and", BinaryOp::And}}, Operators::Keywords);
 }
 
 Result<ExprPtr> Parser::parse_not() {
@@ -155,7 +133,8 @@ Result<ExprPtr> Parser::parse_compare() {
 }
 
 Result<ExprPtr> Parser::binary_level(Result<ExprPtr> (Parser::*next)(),
-                                     std::initializer_list<std::pair<std::string_view, BinaryOp>> ops) {
+                                     std::initializer_list<std::pair<std::string_view, BinaryOp>> ops,
+                                     Operators kind) {
   Result<ExprPtr> left = (this->*next)();
   if (!left) return left;
   ExprPtr node = std::move(*left);
@@ -163,7 +142,7 @@ Result<ExprPtr> Parser::binary_level(Result<ExprPtr> (Parser::*next)(),
     if (chain > kMaxChain) return fail("expression too long (more than " + std::to_string(kMaxChain) + " operators in a row)");
     const BinaryOp* op = nullptr;
     for (const auto& entry : ops) {
-      if (is_op(entry.first)) op = &entry.second;
+      if (kind == Operators::Keywords ? is_name(entry.first) : is_op(entry.first)) op = &entry.second;
     }
     if (op == nullptr) return node;
     const int line = cur().line;

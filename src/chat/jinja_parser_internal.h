@@ -71,9 +71,12 @@ class Parser {
   Result<ExprPtr> parse_pow();
   Result<ExprPtr> parse_unary(bool with_filter = true);
   Result<ExprPtr> parse_unary_filtered() { return parse_unary(true); }
-  // One left-associative level of binary operators over `next`.
+  // One left-associative level of binary operators over `next`: symbols
+  // such as `+`, or keywords such as `and`.
+  enum class Operators { Symbols, Keywords };
   Result<ExprPtr> binary_level(Result<ExprPtr> (Parser::*next)(),
-                               std::initializer_list<std::pair<std::string_view, BinaryOp>> ops);
+                               std::initializer_list<std::pair<std::string_view, BinaryOp>> ops,
+                               Operators kind = Operators::Symbols);
   Result<ExprPtr> parse_primary();
   Result<ExprPtr> parse_postfix(ExprPtr node);
   Result<ExprPtr> parse_filter_expr(ExprPtr node);
