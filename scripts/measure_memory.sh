@@ -12,9 +12,13 @@ n=${3:-3}
 threads=${4:-1}
 
 cat "$model" >/dev/null  # a warm page cache, as after any earlier call
+# Their conversations go to a folder of their own, not into yours.
+home=$(mktemp -d)
+trap 'rm -rf "$home"' EXIT
+export QUIP_HOME=$home
 pids=()
 for _ in $(seq "$n"); do
-  "$quip" --raw -m "$model" -t "$threads" -n 100000 --ignore-eos -c 512 \
+  "$quip" --raw -m "$model" -t "$threads" -n 100000 --ignore-eos --ctx-size 512 --no-cache \
     "The quick brown fox jumps over the lazy dog." >/dev/null &
   pids+=($!)
 done
