@@ -1,5 +1,7 @@
 #include "chat/turn_prompt.h"
 
+#include <algorithm>
+
 namespace quip::chat {
 
 namespace {
@@ -18,15 +20,9 @@ std::vector<int32_t> encode(const tokenizer::Tokenizer& tokenizer, std::string_v
   return tokenizer.encode(text, {.add_special = false, .parse_special = true});
 }
 
-}  // namespace
-
-void set_special_tokens(const tokenizer::Tokenizer& tokenizer, RenderOptions& options) {
-  options.bos_token = token_text(tokenizer, tokenizer.vocab().bos());
-  options.eos_token = token_text(tokenizer, tokenizer.vocab().eos());
-}
-
-Result<TurnPrompt> first_turn_prompt(const ChatTemplate& tmpl, const tokenizer::Tokenizer& tokenizer,
-                                     const nlohmann::json& messages, const RenderOptions& options) {
+// A first prompt without `shared`.
+Result<TurnPrompt> render_first(const ChatTemplate& tmpl, const tokenizer::Tokenizer& tokenizer,
+                                const nlohmann::json& messages, const RenderOptions& options) {
   auto rendered = tmpl.render(messages, options);
   if (!rendered) return rendered.error();
   TurnPrompt p;
@@ -43,6 +39,34 @@ Result<TurnPrompt> first_turn_prompt(const ChatTemplate& tmpl, const tokenizer::
   const std::vector<int32_t> body = encode(tokenizer, p.text);
   p.tokens.insert(p.tokens.end(), body.begin(), body.end());
   if (p.tokens.empty()) return Error{"the chat template rendered an empty prompt"};
+  return p;
+}
+
+}  // namespace
+
+void set_special_tokens(const tokenizer::Tokenizer& tokenizer, RenderOptions& options) {
+  options.bos_token = token_text(tokenizer, tokenizer.vocab().bos());
+  options.eos_token = token_text(tokenizer, tokenizer.vocab().eos());
+}
+
+Result<TurnPrompt> first_turn_prompt(const ChatTemplate& tmpl, const tokenizer::Tokenizer& tokenizer,
+                                     const nlohmann::json& messages, const RenderOptions& options) {
+  auto p = render_first(tmpl, tokenizer, messages, options);
+  if (!p) return p;
+  // What does not depend on the last message: the tokens this prompt shares
+  // with the same messages ending in another text (one that differs from
+  // the first character on).
+  if (messages.is_array() && !messages.empty() && messages.back().is_object() &&
+      messages.back().contains("content") && messages.back()["content"].is_string()) {
+    const std::string& content = messages.back()["content"].get_ref<const std::string&>();
+    nlohmann::json other = messages;
+    other.back()["content"] = content.starts_with('x') ? "y" : "x";
+    if (auto q = render_first(tmpl, tokenizer, other, options)) {
+      const auto diverge = std::mismatch(p->tokens.begin(), p->tokens.end(), q->tokens.begin(),
+                                         q->tokens.end());
+      p->shared = static_cast<size_t>(diverge.first - p->tokens.begin());
+    }
+  }
   return p;
 }
 

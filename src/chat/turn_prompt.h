@@ -22,6 +22,10 @@ struct TurnPrompt {
   // tokens[0, stored) do not come from `text`: the conversation's stored
   // tokens, or the BOS the vocabulary adds in front of a first prompt.
   size_t stored = 0;
+  // Of a first prompt: tokens[0, shared) are what a prompt with the same
+  // earlier messages (a system prompt) and another last message begins
+  // with, so a cache may keep that prefix whole. 0 when unknown.
+  size_t shared = 0;
 };
 
 // The template's bos_token and eos_token for `tokenizer` (their token texts,

@@ -205,6 +205,7 @@ Outcome<std::string> template_source(const Settings& s, const LoadedModel& m) {
 // The whole prompt of this call and the messages it adds.
 struct Prompt {
   std::vector<int32_t> tokens;
+  size_t shared = 0;  // chat::TurnPrompt::shared: a prefix the cache keeps whole
   std::string text;  // for --print-prompt: the text of every token
   nlohmann::json added;
 };
@@ -284,6 +285,7 @@ Outcome<Prompt> build_prompt(const Flags& f, const Settings& s, const LoadedMode
   if (!turn) return Failure{kExitUsage, "chat template: " + turn.error().message};
   p.text = whole_text(std::span(turn->tokens).first(turn->stored), turn->text);
   p.tokens = std::move(turn->tokens);
+  p.shared = turn->shared;
   return p;
 }
 
@@ -479,7 +481,10 @@ int generate_main(const std::vector<std::string>& args, std::ostream& out, std::
   if (prefix_cache) {
     std::vector<int32_t> sequence = prompt.tokens;
     sequence.insert(sequence.end(), g.tokens.begin(), g.tokens.end());
-    const size_t marks[] = {prompt.tokens.size()};
+    // Segments end where the prompt does (the same call again finds it
+    // whole) and where its last message begins (a call with the same
+    // system prompt and another question finds that part).
+    const size_t marks[] = {prompt.tokens.size(), prompt.shared};
     // An interrupted prompt may leave the cache short of what was restored.
     const size_t from = std::min(restored, fwd.cache().size());
     if (auto saved = prefix_cache->save(sequence, fwd.cache(), from, marks); !saved) {

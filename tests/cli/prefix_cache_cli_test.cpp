@@ -5,6 +5,7 @@
 // cache files never change an answer.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "cli/exit_status.h"
+#include "store/prefix_cache.h"
 #include "support/run_quip.h"
 #include "support/shared.h"
 
@@ -117,6 +119,31 @@ TEST_F(PrefixCacheCli, ContinuingEvaluatesOnlyTheNewTurn) {
   EXPECT_EQ(uncached.at("prompt_tokens"), t2.at("prompt_tokens"));
   EXPECT_EQ(evaluated(uncached), uncached.at("prompt_tokens").size());
   expect_same_answer(t2, uncached);
+}
+
+// A new conversation with the same system prompt and another question
+// restores everything before the question, however short (segments
+// otherwise end only every 64 positions), and answers as an uncached call.
+TEST_F(PrefixCacheCli, SameSystemPromptAnotherQuestion) {
+  QUIP_REQUIRE_SHARED();
+  const std::string system = "You are a careful assistant who answers in one line.";
+  const nlohmann::json first =
+      run_json({"-m", model_path(kChatModel), "-n", "4", "--system", system, "What is 1+1?"});
+  const std::vector<std::string> second_args = {"-m", model_path(kChatModel), "-n", "6",
+                                                "--logprobs", "4", "--system", system,
+                                                "And what is 2+2, then?"};
+  const nlohmann::json second = run_json(second_args);
+  // Independently: where the two prompts' tokens part.
+  const std::vector<int32_t> a = first.at("prompt_tokens"), b = second.at("prompt_tokens");
+  const size_t common =
+      static_cast<size_t>(std::mismatch(a.begin(), a.end(), b.begin(), b.end()).first - a.begin());
+  ASSERT_GT(common, 0u);
+  ASSERT_LT(common, store::PrefixCache::kBlock);  // below the first block boundary
+  EXPECT_EQ(second.at("usage").at("cached_tokens"), common);
+  EXPECT_EQ(evaluated(second), b.size() - common);
+  std::vector<std::string> uncached_args = second_args;
+  uncached_args.push_back("--no-cache");
+  expect_same_answer(second, run_json(uncached_args));
 }
 
 // --no-cache neither reads nor writes the cache.
