@@ -1,10 +1,11 @@
 #include "cli/generate.h"
 
+#include <unistd.h>
+
 #include <cerrno>
 #include <cmath>
 #include <csignal>
 #include <cstring>
-#include <unistd.h>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
