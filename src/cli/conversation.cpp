@@ -101,7 +101,8 @@ Result<Base> find_base(store::Store& store, const std::optional<std::string>& ci
     const int n = static_cast<int>(base.turns.size());
     if (*base.fork_turn > n) {
       return Error{"--cid: conversation " + std::to_string(base.conversation) + " has " +
-                   std::to_string(n) + " turns, not " + std::to_string(*base.fork_turn)};
+                   std::to_string(n) + (n == 1 ? " turn" : " turns") + ", not " +
+                   std::to_string(*base.fork_turn)};
     }
     // Even from the last turn a fork is a new conversation: the original
     // stays as it is.

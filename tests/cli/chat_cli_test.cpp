@@ -385,6 +385,11 @@ TEST_F(ChatCli, BadInputGetsOneLineAndItsStatus) {
   testing::write_bytes(home_ / "bad.jinja", "{% if %}");
   failure({"--template", (home_ / "bad.jinja").string(), "-m", model_path(), "hi"}, kExitUsage);
   failure({"-m", model_path(), "--tokens", "1 2", "hi"}, kExitUsage);  // --tokens needs --raw
+  // Values read as the user wrote them.
+  const RunResult temp = run({"-m", model_path(), "--temp", "-1", "hi"});
+  EXPECT_EQ(temp.status, kExitUsage);
+  EXPECT_NE(temp.err.find("temperature is -1, expected a number >= 0"), std::string::npos)
+      << temp.err;
 }
 
 }  // namespace
