@@ -51,6 +51,7 @@ fuzz: setup
 	@scripts/fuzz.sh build-fuzz/fuzz_jinja $(TOKENIZER_FUZZ_SECONDS) "$(SHARED)" jinja
 	@scripts/fuzz.sh build-fuzz/fuzz_config $(TOKENIZER_FUZZ_SECONDS) "$(SHARED)" config
 	@scripts/fuzz.sh build-fuzz/fuzz_prefix_cache $(TOKENIZER_FUZZ_SECONDS) "$(SHARED)" edits
+	@scripts/fuzz.sh build-fuzz/fuzz_store $(TOKENIZER_FUZZ_SECONDS) "$(SHARED)" edits
 
 check: test check-asan fuzz
 

@@ -4,11 +4,30 @@
 
 #include <cstring>
 #include <random>
+#include <string_view>
 #include <thread>
+
+#include "base/text.h"
 
 namespace quip::store::sql {
 
 namespace {
+
+// SQLite's messages may quote a damaged schema, line breaks and all: runs
+// of white space fold to one space, and other control bytes are escaped,
+// so an error stays one line.
+std::string one_line(std::string_view message) {
+  std::string folded;
+  for (const char c : message) {
+    const bool space = c == ' ' || c == '\n' || c == '\r' || c == '\t' || c == '\f' || c == '\v';
+    if (!space) {
+      folded += c;
+    } else if (!folded.empty() && folded.back() != ' ') {
+      folded += ' ';
+    }
+  }
+  return printable(folded, 300);
+}
 
 std::string rc_message(sqlite3* db, int rc) {
   // After a failed step the connection's message is the specific one
@@ -30,7 +49,7 @@ void Statement::Finalizer::operator()(sqlite3_stmt* s) const {
 }
 
 std::string last_error(sqlite3* db) {
-  std::string m = sqlite3_errmsg(db);
+  std::string m = one_line(sqlite3_errmsg(db));
   const int os_errno = sqlite3_system_errno(db);
   const int primary = sqlite3_errcode(db) & 0xFF;
   if (os_errno != 0 && (primary == SQLITE_CANTOPEN || primary == SQLITE_IOERR ||
@@ -135,7 +154,7 @@ Result<void> exec(sqlite3* db, const char* sql) {
   char* message = nullptr;
   const int rc = sqlite3_exec(db, sql, nullptr, nullptr, &message);
   if (rc == SQLITE_OK) return {};
-  std::string m = message != nullptr ? message : sqlite3_errstr(rc);
+  std::string m = one_line(message != nullptr ? message : sqlite3_errstr(rc));
   sqlite3_free(message);
   return Error{std::move(m)};
 }

@@ -154,6 +154,19 @@ TEST(BrokenStoreDb, TruncatedFilesAreErrorsNotCrashes) {
   EXPECT_GE(detected, cases - 1);
 }
 
+// A damaged schema makes SQLite quote it, line breaks and all: the error
+// is still one line (found by fuzz_store).
+TEST(BrokenStoreDb, ADamagedSchemaIsAOneLineError) {
+  TempDir dir;
+  make_database(dir / "good.db");
+  std::string bad = read_file(dir / "good.db");
+  const size_t at = bad.find("model_fingerprint TEXT NOT NULL");
+  ASSERT_NE(at, std::string::npos);
+  bad[at + std::string("model_finger").size()] = '[';  // an unterminated [identifier
+  write_bytes(dir / "bad.db", bad);
+  EXPECT_TRUE(exercise(dir / "bad.db"));
+}
+
 TEST(BrokenStoreDb, FlippedBytesAreErrorsNotCrashes) {
   TempDir dir;
   make_database(dir / "good.db");
