@@ -7,6 +7,11 @@
 
 namespace quip {
 
+// C's isspace in the "C" locale: space, \t, \n, \v, \f, \r.
+inline bool is_c_space(char c) {
+  return c == ' ' || (c >= '\t' && c <= '\r');
+}
+
 // Length of the valid UTF-8 sequence that starts at s[i], or 0 if none does
 // (a stray continuation byte, an overlong form, a surrogate, past U+10FFFF).
 // PRECONDITIONS: i < s.size().

@@ -19,8 +19,7 @@ namespace {
 std::string one_line(std::string_view message) {
   std::string folded;
   for (const char c : message) {
-    const bool space = c == ' ' || c == '\n' || c == '\r' || c == '\t' || c == '\f' || c == '\v';
-    if (!space) {
+    if (!is_c_space(c)) {
       folded += c;
     } else if (!folded.empty() && folded.back() != ' ') {
       folded += ' ';

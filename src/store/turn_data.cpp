@@ -58,10 +58,6 @@ std::string content_text(const nlohmann::json& content) {
   return content.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-bool is_space(char c) {
-  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
-}
-
 }  // namespace
 
 std::optional<std::vector<MessageText>> parse_messages(std::string_view messages_json) {
@@ -105,7 +101,7 @@ std::string title_from_messages(std::string_view messages_json, size_t max_chars
         continue;
       }
       const char c = text[i];
-      if (n == 1 && is_space(c)) {
+      if (n == 1 && is_c_space(c)) {
         space = !title.empty();
       } else if (!(n == 1 && (static_cast<unsigned char>(c) < 0x20 || c == 0x7F))) {
         if (chars + (space ? 1 : 0) >= max_chars) return title + "…";

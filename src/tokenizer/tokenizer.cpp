@@ -14,11 +14,6 @@ namespace {
 
 constexpr std::string_view kSpmSpace = "\xE2\x96\x81";  // U+2581 LOWER ONE EIGHTH BLOCK
 
-// C's isspace in the "C" locale, which llama.cpp strips around tokens with.
-bool is_c_space(char c) {
-  return c == ' ' || (c >= '\t' && c <= '\r');
-}
-
 bool starts_with_spm_space(std::string_view s, size_t i) {
   return s.size() - i >= 3 && s.compare(i, 3, kSpmSpace) == 0;
 }
@@ -307,6 +302,7 @@ void Tokenizer::partition(std::string_view text, bool parse_special,
       const Strip strip = vocab_->strip(id);
       while (pos != std::string_view::npos) {
         std::string_view left = raw.substr(0, pos);
+        // llama.cpp strips C isspace around these tokens.
         if (strip == Strip::Left) {
           while (!left.empty() && is_c_space(left.back())) left.remove_suffix(1);
         }
