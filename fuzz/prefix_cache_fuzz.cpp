@@ -16,9 +16,11 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <span>
 #include <string>
 #include <vector>
 
+#include "edits.h"
 #include "engine/kv_cache.h"
 #include "store/prefix_cache.h"
 
@@ -69,10 +71,9 @@ struct Fixture {
   ~Fixture() { fs::remove_all(dir); }
 };
 
-void write(const fs::path& path, const uint8_t* data, size_t size) {
+void write(const fs::path& path, std::span<const uint8_t> bytes) {
   fs::create_directories(path.parent_path());
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
+  quip::fuzz::write_file(path, bytes);
 }
 
 }  // namespace
@@ -83,20 +84,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const size_t which = data[0] & 1;
   const bool whole = (data[0] & 2) != 0;
   for (size_t i = 0; i < fx.files.size(); ++i) {
-    write(fx.files[i], fx.bytes[i].data(), fx.bytes[i].size());  // restore() may have removed it
+    write(fx.files[i], fx.bytes[i]);  // restore() may have removed it
   }
-  if (whole) {
-    write(fx.files[which], data + 1, size - 1);
-  } else {
-    std::vector<uint8_t> file = fx.bytes[which];
-    size_t at = 1;
-    for (; at + 3 <= size && data[at] != 0xff; at += 3) {  // (offset u16, xor u8) edits
-      const size_t offset = (size_t{data[at]} << 8 | data[at + 1]) % file.size();
-      file[offset] ^= data[at + 2];
-    }
-    if (at + 3 <= size) file.resize((size_t{data[at + 1]} << 8 | data[at + 2]) % (file.size() + 1));
-    write(fx.files[which], file.data(), file.size());
-  }
+  const std::span<const uint8_t> rest(data + 1, size - 1);
+  write(fx.files[which], whole ? std::vector<uint8_t>(rest.begin(), rest.end())
+                               : quip::fuzz::edited(fx.bytes[which], rest));
 
   PrefixCache cache(fx.dir, fx.shape, quip::store::kDefaultCacheBytes);
   KvCache kv(kLayers, kRowWidth);

@@ -16,9 +16,11 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <span>
 #include <string>
 #include <vector>
 
+#include "edits.h"
 #include "store/store.h"
 
 namespace fs = std::filesystem;
@@ -102,22 +104,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::error_code ec;
     fs::remove(file.string() + suffix, ec);
   }
-  std::vector<uint8_t> bytes;
-  if ((data[0] & 1) != 0) {
-    bytes.assign(data + 1, data + size);
-  } else {
-    bytes = fx.good;
-    size_t at = 1;
-    for (; at + 3 <= size && data[at] != 0xff; at += 3) {  // (offset u16, xor u8) edits
-      const size_t offset = (size_t{data[at]} << 8 | data[at + 1]) % bytes.size();
-      bytes[offset] ^= data[at + 2];
-    }
-    if (at + 3 <= size) bytes.resize((size_t{data[at + 1]} << 8 | data[at + 2]) % (bytes.size() + 1));
-  }
-  {
-    std::ofstream out(file, std::ios::binary | std::ios::trunc);
-    out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-  }
+  const std::span<const uint8_t> rest(data + 1, size - 1);
+  quip::fuzz::write_file(file, (data[0] & 1) != 0 ? std::vector<uint8_t>(rest.begin(), rest.end())
+                                                  : quip::fuzz::edited(fx.good, rest));
 
   if (auto store = Store::open_read_only(file)) {
     exercise(*store);
