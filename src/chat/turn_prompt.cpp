@@ -20,26 +20,30 @@ std::vector<int32_t> encode(const tokenizer::Tokenizer& tokenizer, std::string_v
   return tokenizer.encode(text, {.add_special = false, .parse_special = true});
 }
 
-// A first prompt without `shared`.
-Result<TurnPrompt> render_first(const ChatTemplate& tmpl, const tokenizer::Tokenizer& tokenizer,
-                                const nlohmann::json& messages, const RenderOptions& options) {
-  auto rendered = tmpl.render(messages, options);
-  if (!rendered) return rendered.error();
-  TurnPrompt p;
-  p.text = std::move(*rendered);
-  // Templates that print bos_token themselves would give two BOS with the one
-  // the vocabulary adds: the text drops its own, as llama.cpp's does.
-  const tokenizer::Vocab& vocab = tokenizer.vocab();
-  const bool add_bos = vocab.add_bos() && vocab.bos() != tokenizer::kNoToken;
-  if (add_bos && !options.bos_token.empty() && p.text.starts_with(options.bos_token)) {
-    p.text.erase(0, options.bos_token.size());
+bool adds_bos(const tokenizer::Tokenizer& tokenizer) {
+  return tokenizer.vocab().add_bos() && tokenizer.vocab().bos() != tokenizer::kNoToken;
+}
+
+// The template's text for a first prompt: `messages` rendered, less a
+// leading BOS text when the vocabulary adds BOS itself (the text would give
+// a second one; llama.cpp drops it too).
+Result<std::string> first_text(const ChatTemplate& tmpl, const tokenizer::Tokenizer& tokenizer,
+                               const nlohmann::json& messages, const RenderOptions& options) {
+  auto text = tmpl.render(messages, options);
+  if (!text) return text.error();
+  if (adds_bos(tokenizer) && !options.bos_token.empty() && text->starts_with(options.bos_token)) {
+    text->erase(0, options.bos_token.size());
   }
-  if (add_bos) p.tokens.push_back(vocab.bos());
-  p.stored = p.tokens.size();
-  const std::vector<int32_t> body = encode(tokenizer, p.text);
-  p.tokens.insert(p.tokens.end(), body.begin(), body.end());
-  if (p.tokens.empty()) return Error{"the chat template rendered an empty prompt"};
-  return p;
+  return text;
+}
+
+// BOS where the vocabulary adds it, then the tokens of `text`.
+std::vector<int32_t> first_tokens(const tokenizer::Tokenizer& tokenizer, std::string_view text) {
+  std::vector<int32_t> tokens;
+  if (adds_bos(tokenizer)) tokens.push_back(tokenizer.vocab().bos());
+  const std::vector<int32_t> body = encode(tokenizer, text);
+  tokens.insert(tokens.end(), body.begin(), body.end());
+  return tokens;
 }
 
 }  // namespace
@@ -49,22 +53,32 @@ void set_special_tokens(const tokenizer::Tokenizer& tokenizer, RenderOptions& op
   options.eos_token = token_text(tokenizer, tokenizer.vocab().eos());
 }
 
-Result<TurnPrompt> first_turn_prompt(const ChatTemplate& tmpl, const tokenizer::Tokenizer& tokenizer,
+Result<TurnPrompt> first_turn_prompt(const ChatTemplate& tmpl,
+                                     const tokenizer::Tokenizer& tokenizer,
                                      const nlohmann::json& messages, const RenderOptions& options) {
-  auto p = render_first(tmpl, tokenizer, messages, options);
-  if (!p) return p;
-  // What does not depend on the last message: the tokens this prompt shares
+  auto text = first_text(tmpl, tokenizer, messages, options);
+  if (!text) return text.error();
+  TurnPrompt p;
+  p.text = std::move(*text);
+  p.tokens = first_tokens(tokenizer, p.text);
+  if (p.tokens.empty()) return Error{"the chat template rendered an empty prompt"};
+  p.stored = adds_bos(tokenizer) ? 1 : 0;
+  // What does not depend on the last message: the text this prompt shares
   // with the same messages ending in another text (one that differs from
-  // the first character on).
+  // the first character on), as far as that text alone gives the prompt's
+  // tokens. Only that shared text is encoded again, not the whole prompt.
   if (messages.is_array() && !messages.empty() && messages.back().is_object() &&
       messages.back().contains("content") && messages.back()["content"].is_string()) {
     const std::string& content = messages.back()["content"].get_ref<const std::string&>();
     nlohmann::json other = messages;
     other.back()["content"] = content.starts_with('x') ? "y" : "x";
-    if (auto q = render_first(tmpl, tokenizer, other, options)) {
-      const auto diverge = std::mismatch(p->tokens.begin(), p->tokens.end(), q->tokens.begin(),
-                                         q->tokens.end());
-      p->shared = static_cast<size_t>(diverge.first - p->tokens.begin());
+    if (auto q = first_text(tmpl, tokenizer, other, options)) {
+      const auto common = std::mismatch(p.text.begin(), p.text.end(), q->begin(), q->end());
+      const std::vector<int32_t> prefix = first_tokens(
+          tokenizer, std::string_view(p.text).substr(0, common.first - p.text.begin()));
+      const auto agree =
+          std::mismatch(p.tokens.begin(), p.tokens.end(), prefix.begin(), prefix.end());
+      p.shared = static_cast<size_t>(agree.first - p.tokens.begin());
     }
   }
   return p;
@@ -85,8 +99,9 @@ Result<TurnPrompt> next_turn_prompt(const ChatTemplate& tmpl, const tokenizer::T
   if (!rendered) return rendered.error();
   const size_t at = rendered->rfind(kAnswerMarker);
   if (at == std::string::npos) {
-    return Error{"the chat template does not print the assistant's answers, so a conversation "
-                 "cannot be continued with it"};
+    return Error{
+        "the chat template does not print the assistant's answers, so a conversation "
+        "cannot be continued with it"};
   }
   TurnPrompt p;
   p.text = rendered->substr(at + kAnswerMarker.size());
