@@ -19,10 +19,6 @@ namespace {
 using testing::RunOptions;
 using testing::RunResult;
 
-void write(const std::filesystem::path& path, const std::string& text) {
-  testing::write_bytes(path, text);
-}
-
 // The reference was rendered on 2026-12-02 (the Llama 3.x template prints the date).
 const std::pair<std::string, std::string> kReferenceDay = {"SOURCE_DATE_EPOCH", "1796212800"};
 
@@ -41,7 +37,7 @@ TEST(TemplateCli, RendersEachSharedModelsConversationsAsLlamaCpp) {
     const tokenizer::Vocab& vocab = tok->vocab();
     for (const auto& c : model.at("chat")) {
       if (c.at("rendered").is_null()) continue;
-      write(dir / "messages.json", c.at("messages").dump());
+      testing::write_bytes(dir / "messages.json", c.at("messages").dump());
       std::vector<std::string> args = {"template", "-m", path, (dir / "messages.json").string()};
       if (!c.at("add_generation_prompt").get<bool>()) args.push_back("--no-generation-prompt");
       RunOptions options;
@@ -52,7 +48,8 @@ TEST(TemplateCli, RendersEachSharedModelsConversationsAsLlamaCpp) {
       // The template's own output: llama.cpp leaves out a leading BOS text
       // when the tokenizer adds BOS itself, the template printing it does not.
       const std::string rendered = c.at("rendered");
-      const std::string bos = vocab.add_bos() ? std::string(vocab.text(vocab.bos())) : std::string();
+      const std::string bos =
+          vocab.add_bos() ? std::string(vocab.text(vocab.bos())) : std::string();
       if (r.out != rendered) {
         EXPECT_FALSE(bos.empty()) << model.at("model");
         EXPECT_EQ(r.out, bos + rendered) << model.at("model");
@@ -65,11 +62,13 @@ TEST(TemplateCli, RendersEachSharedModelsConversationsAsLlamaCpp) {
 
 TEST(TemplateCli, TemplateFileAndStdin) {
   testing::TempDir dir;
-  write(dir / "t.jinja",
-        "{{ bos_token }}{% for m in messages %}[{{ m.role }}] {{ m.content | trim }}\n"
-        "{% endfor %}{% if add_generation_prompt %}[assistant]{% endif %}");
-  write(dir / "m.json",
-        R"([{"role": "system", "content": " Be brief. "}, {"role": "user", "content": "Hi"}])");
+  testing::write_bytes(
+      dir / "t.jinja",
+      "{{ bos_token }}{% for m in messages %}[{{ m.role }}] {{ m.content | trim }}\n"
+      "{% endfor %}{% if add_generation_prompt %}[assistant]{% endif %}");
+  testing::write_bytes(
+      dir / "m.json",
+      R"([{"role": "system", "content": " Be brief. "}, {"role": "user", "content": "Hi"}])");
   const std::vector<std::string> args = {"template", "--template", (dir / "t.jinja").string()};
   RunOptions from_stdin;
   from_stdin.stdin_from = (dir / "m.json").string();
@@ -86,13 +85,13 @@ TEST(TemplateCli, TemplateFileAndStdin) {
 
 TEST(TemplateCli, BrokenInputsGetOneLineAndTheirStatus) {
   testing::TempDir dir;
-  write(dir / "ok.jinja", "{% for m in messages %}{{ m.content }}{% endfor %}");
-  write(dir / "syntax.jinja", "line one\n{% for m in messages %}{{ m.content }}");
-  write(dir / "raises.jinja", "{{ raise_exception('only user messages, please') }}");
-  write(dir / "ok.json", R"([{"role": "user", "content": "Hi"}])");
-  write(dir / "bad.json", R"([{"role": "user", "content": "Hi"})");
-  write(dir / "object.json", R"({"role": "user", "content": "Hi"})");
-  write(dir / "no-role.json", R"([{"content": "Hi"}])");
+  testing::write_bytes(dir / "ok.jinja", "{% for m in messages %}{{ m.content }}{% endfor %}");
+  testing::write_bytes(dir / "syntax.jinja", "line one\n{% for m in messages %}{{ m.content }}");
+  testing::write_bytes(dir / "raises.jinja", "{{ raise_exception('only user messages, please') }}");
+  testing::write_bytes(dir / "ok.json", R"([{"role": "user", "content": "Hi"}])");
+  testing::write_bytes(dir / "bad.json", R"([{"role": "user", "content": "Hi"})");
+  testing::write_bytes(dir / "object.json", R"({"role": "user", "content": "Hi"})");
+  testing::write_bytes(dir / "no-role.json", R"([{"content": "Hi"}])");
   const auto t = [&](const std::string& name) { return (dir / name).string(); };
   struct Case {
     std::vector<std::string> args;
@@ -107,7 +106,8 @@ TEST(TemplateCli, BrokenInputsGetOneLineAndTheirStatus) {
       {{"template", "--template", t("ok.jinja"), t("object.json")}, kExitBadData, "JSON list"},
       {{"template", "--template", t("ok.jinja"), t("no-role.json")}, kExitBadData, "message 0"},
       {{"template", "--template", t("syntax.jinja"), t("ok.json")}, kExitBadData, "syntax.jinja"},
-      {{"template", "--template", t("raises.jinja"), t("ok.json")}, kExitFailure,
+      {{"template", "--template", t("raises.jinja"), t("ok.json")},
+       kExitFailure,
        "only user messages, please"},
       {{"template", "-m", t("ok.json"), t("ok.json")}, kExitBadData, "ok.json"},
       {{"template", "--bogus"}, kExitUsage, "bogus"},
