@@ -33,7 +33,7 @@ void attend_one(size_t head_dim, size_t n, const float* q, const uint16_t* k, co
     for (size_t d = 0; d < head_dim; ++d) {
       acc[d] = round_f16(std::fma(f16_to_f32(vp[d]), weight, acc[d]));
     }
-    sum = sum * old_scale + weight;
+    sum = std::fma(sum, old_scale, weight);  // ggml's S*ms + vs, contracted
   }
   const float inv = 1.0f / sum;  // ggml scales by 1 / sum
   for (size_t d = 0; d < head_dim; ++d) out[d] = acc[d] * inv;

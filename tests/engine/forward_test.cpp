@@ -28,10 +28,8 @@ bool known_gap(const std::string& file) {
   static const std::set<std::string> kGaps = {
       "tiny-llama-spm-e256-iq4_xs.gguf", "tiny-llama-spm-e256-q2_k.gguf",
       "tiny-llama-spm-e256-q3_k_m.gguf", "tiny-llama-spm-e256-q4_k_m.gguf",
-      "tiny-llama-spm-e256-q5_k_m.gguf", "tiny-llama-spm-e256-q6_k.gguf",
-
-      "tiny-qwen2-e256-q4_k_m.gguf",     "tiny-qwen2-e64-q8_0.gguf",
-      "tiny-qwen3-e64-bf16.gguf",        "tiny-qwen3-e64-q8_0.gguf"};
+      "tiny-llama-spm-e256-q5_k_m.gguf", "tiny-qwen2-e256-q4_k_m.gguf",
+      "tiny-qwen3-e64-bf16.gguf"};
   return kGaps.count(file) != 0;
 }
 
