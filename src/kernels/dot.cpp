@@ -14,6 +14,7 @@
 #include "base/check.h"
 #include "kernels/blocks.h"
 #include "kernels/dequantize.h"
+#include "kernels/dot_k.h"
 #include "kernels/dot_x86.h"
 #include "kernels/half.h"
 
@@ -138,13 +139,23 @@ float dot_with_offset(size_t n, const void* w, const void* a) {
   return ((acc[4] + acc[0]) + (acc[6] + acc[2])) + ((acc[5] + acc[1]) + (acc[7] + acc[3])) + summs;
 }
 
-// The reference: both rows as floats, summed in double.
+constexpr bool is_k_quant(GgmlType t) {
+  return t == GgmlType::Q2_K || t == GgmlType::Q3_K || t == GgmlType::Q4_K ||
+         t == GgmlType::Q5_K || t == GgmlType::Q6_K || t == GgmlType::IQ4_XS;
+}
+
 template <GgmlType kType>
 void dot_row(size_t n, const void* w, const void* a, size_t a_stride, float* out, int ncols) {
   const GgmlType operand = operand_type(kType);
   if constexpr (kType == GgmlType::Q4_1 || kType == GgmlType::Q5_1) {
     for (int c = 0; c < ncols; ++c) {
       out[c] = dot_with_offset<kType>(n, w, static_cast<const char*>(a) + c * a_stride);
+    }
+    return;
+  }
+  if constexpr (is_k_quant(kType)) {
+    for (int c = 0; c < ncols; ++c) {
+      out[c] = dot_k_by_rows(kType, n, w, static_cast<const char*>(a) + c * a_stride);
     }
     return;
   }
@@ -159,6 +170,9 @@ void dot_row(size_t n, const void* w, const void* a, size_t a_stride, float* out
   }
 }
 
+// The reference: both rows as floats, summed in double; the K-quants in
+// llama.cpp's order (dot_k.h), the float steps of which are few enough to
+// state plainly.
 template <GgmlType kType>
 void dot_reference(size_t n, const void* w, size_t w_stride, size_t nrows, const void* a,
                    size_t a_stride, int ncols, float* out, size_t out_stride) {
@@ -166,6 +180,21 @@ void dot_reference(size_t n, const void* w, size_t w_stride, size_t nrows, const
     float row[kMaxCols];
     dot_row<kType>(n, static_cast<const char*>(w) + r * w_stride, a, a_stride, row, ncols);
     for (int c = 0; c < ncols; ++c) out[c * out_stride + r] = row[c];
+  }
+}
+
+// Repacked Q4_K and Q2_K: groups of one superblock for a column alone,
+// of 64 (Q4_K) or 128 (Q2_K) elements for columns in fours.
+template <GgmlType kType, Order kOrder>
+void dot_reference_blocks(size_t n, const void* w, size_t w_stride, size_t nrows, const void* a,
+                          size_t a_stride, int ncols, float* out, size_t out_stride) {
+  constexpr int group =
+      kOrder == Order::kBlocks ? kSuper : (kType == GgmlType::Q4_K ? 64 : 128);
+  for (size_t r = 0; r < nrows; ++r) {
+    for (int c = 0; c < ncols; ++c) {
+      out[c * out_stride + r] = dot_k_in_blocks(kType, n, static_cast<const char*>(w) + r * w_stride,
+                                                static_cast<const char*>(a) + c * a_stride, group);
+    }
   }
 }
 
@@ -291,9 +320,22 @@ void to_operand(GgmlType operand, const float* x, void* dst, size_t n) {
   }
 }
 
-DotFn dot_function(GgmlType weight, Isa isa) {
+bool repacked_by_llama_cpp(GgmlType weight, uint64_t rows) {
+  return (weight == GgmlType::Q4_K || weight == GgmlType::Q2_K) && rows % 8 == 0;
+}
+
+DotFn dot_function(GgmlType weight, Isa isa, Order order) {
   const TypeEntry* e = find(weight);
   CHECK(e != nullptr);
+  if (order != Order::kRows && (weight == GgmlType::Q4_K || weight == GgmlType::Q2_K)) {
+    const bool by4 = order == Order::kBlocksBy4;
+    if (weight == GgmlType::Q4_K) {
+      return by4 ? dot_reference_blocks<GgmlType::Q4_K, Order::kBlocksBy4>
+                 : dot_reference_blocks<GgmlType::Q4_K, Order::kBlocks>;
+    }
+    return by4 ? dot_reference_blocks<GgmlType::Q2_K, Order::kBlocksBy4>
+               : dot_reference_blocks<GgmlType::Q2_K, Order::kBlocks>;
+  }
   const DotFn fast = fast_dot(weight, isa);
   return fast != nullptr ? fast : e->reference;
 }

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string_view>
 
 #include "base/result.h"
@@ -64,9 +65,29 @@ using DotFn = void (*)(size_t n, const void* w, size_t w_stride, size_t nrows, c
                        size_t a_stride, int ncols, float* out, size_t out_stride);
 inline constexpr int kMaxCols = 8;
 
+// The float order of a product: llama.cpp's CPU backend multiplies some
+// weights row by row (ggml's vec_dot) and repacks others into interleaved
+// blocks of 8 rows (its CPU_REPACK buffer), whose kernels sum in another
+// order, and another again for activation columns taken four at a time.
+// The tiny reference models turn such last-bit differences into visible
+// ones, so quip follows the same choices (see dot_k.h for the orders).
+enum class Order {
+  kRows,        // vec_dot
+  kBlocks,      // repacked, a column alone (ggml's gemv)
+  kBlocksBy4,   // repacked, columns in fours (ggml's gemm)
+};
+
+// Whether llama.cpp (x86, AVX-512) repacks a weight of `type` with `rows`
+// rows in a way that changes its float order: Q4_K and Q2_K, when rows is
+// a multiple of 8. (It repacks Q4_0 and IQ4_NL too, in the order their
+// kernels here already have; it never repacks the token embedding, which
+// callers exclude.)
+bool repacked_by_llama_cpp(gguf::GgmlType weight, uint64_t rows);
+
 // The dot function for weights of `type` on `isa` (the reference when that
-// instruction set has no faster one). PRECONDITIONS: has_dot(type).
-DotFn dot_function(gguf::GgmlType weight, Isa isa);
+// instruction set has no faster one), in `order`.
+// PRECONDITIONS: has_dot(type).
+DotFn dot_function(gguf::GgmlType weight, Isa isa, Order order = Order::kRows);
 
 // Whether `isa` has its own (not the reference) kernel for `type`.
 bool has_fast_dot(gguf::GgmlType weight, Isa isa);
