@@ -228,11 +228,11 @@ const TypeEntry* find(GgmlType weight) {
   return nullptr;
 }
 
-DotFn fast_dot(GgmlType weight, Isa isa) {
+DotFn fast_dot(GgmlType weight, Isa isa, Order order) {
   switch (isa) {
     case Isa::Reference: return nullptr;
-    case Isa::Avx2: return avx2::dot_function(weight);
-    case Isa::Avx512: return avx512::dot_function(weight);
+    case Isa::Avx2: return avx2::dot_function(weight, order);
+    case Isa::Avx512: return avx512::dot_function(weight, order);
   }
   return nullptr;
 }
@@ -327,7 +327,10 @@ bool repacked_by_llama_cpp(GgmlType weight, uint64_t rows) {
 DotFn dot_function(GgmlType weight, Isa isa, Order order) {
   const TypeEntry* e = find(weight);
   CHECK(e != nullptr);
-  if (order != Order::kRows && (weight == GgmlType::Q4_K || weight == GgmlType::Q2_K)) {
+  // Only Q4_K and Q2_K have orders of their own.
+  if (weight != GgmlType::Q4_K && weight != GgmlType::Q2_K) order = Order::kRows;
+  if (const DotFn fast = fast_dot(weight, isa, order)) return fast;
+  if (order != Order::kRows) {
     const bool by4 = order == Order::kBlocksBy4;
     if (weight == GgmlType::Q4_K) {
       return by4 ? dot_reference_blocks<GgmlType::Q4_K, Order::kBlocksBy4>
@@ -336,12 +339,11 @@ DotFn dot_function(GgmlType weight, Isa isa, Order order) {
     return by4 ? dot_reference_blocks<GgmlType::Q2_K, Order::kBlocksBy4>
                : dot_reference_blocks<GgmlType::Q2_K, Order::kBlocks>;
   }
-  const DotFn fast = fast_dot(weight, isa);
-  return fast != nullptr ? fast : e->reference;
+  return e->reference;
 }
 
 bool has_fast_dot(GgmlType weight, Isa isa) {
-  return fast_dot(weight, isa) != nullptr;
+  return fast_dot(weight, isa, Order::kRows) != nullptr;
 }
 
 }  // namespace quip::kernels

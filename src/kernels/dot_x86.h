@@ -9,12 +9,12 @@
 
 namespace quip::kernels {
 namespace avx2 {
-DotFn dot_function(gguf::GgmlType weight);
+DotFn dot_function(gguf::GgmlType weight, Order order);
 AttendFn attend_function(size_t head_dim);
 SwigluFn swiglu_function();
 }  // namespace avx2
 namespace avx512 {
-DotFn dot_function(gguf::GgmlType weight);
+DotFn dot_function(gguf::GgmlType weight, Order order);
 AttendFn attend_function(size_t head_dim);
 SwigluFn swiglu_function();
 }  // namespace avx512

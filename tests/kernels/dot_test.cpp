@@ -87,6 +87,17 @@ double magnitude(GgmlType type, const uint8_t* w, const std::vector<float>& a) {
   return m;
 }
 
+constexpr Order kOrders[] = {Order::kRows, Order::kBlocks, Order::kBlocksBy4};
+
+// Every type in every order (the same function but for Q4_K and Q2_K).
+std::vector<std::pair<GgmlType, Order>> type_orders() {
+  std::vector<std::pair<GgmlType, Order>> out;
+  for (GgmlType type : kAllTypes) {
+    for (Order order : kOrders) out.emplace_back(type, order);
+  }
+  return out;
+}
+
 std::string name_of(GgmlType t) {
   return std::string(gguf::traits(t).name);
 }
@@ -165,11 +176,29 @@ TEST(Dot, ReferenceEqualsTheDotOfDequantizedRows) {
     dequantize_row(type, w.data(), wf.data(), n);
     double expected = 0;
     for (size_t i = 0; i < n; ++i) expected += double{wf[i]} * af[i];
-    float got = 0;
-    dot_function(type, Isa::Reference)(n, w.data(), 0, 1, a.data(), 0, 1, &got, 1);
     // Q4_1 and Q5_1 use the operand's rounded sum s for the offset term.
     const double tol = (type == GgmlType::Q4_1 || type == GgmlType::Q5_1) ? 2e-3 : 1e-5;
-    EXPECT_NEAR(got, expected, tol * magnitude(type, w.data(), af) + 1e-6) << name_of(type);
+    for (Order order : kOrders) {
+      float got = 0;
+      dot_function(type, Isa::Reference, order)(n, w.data(), 0, 1, a.data(), 0, 1, &got, 1);
+      EXPECT_NEAR(got, expected, tol * magnitude(type, w.data(), af) + 1e-6)
+          << name_of(type) << " order " << static_cast<int>(order);
+    }
+  }
+}
+
+// llama.cpp's orders differ from one another in the last bits only: the
+// repacked orders of Q4_K and Q2_K are other functions than by rows.
+TEST(Dot, RepackedQ4KAndQ2KHaveOrdersOfTheirOwn) {
+  for (GgmlType type : kAllTypes) {
+    const bool own = type == GgmlType::Q4_K || type == GgmlType::Q2_K;
+    for (Isa isa : {Isa::Reference, detected_isa()}) {
+      const DotFn rows = dot_function(type, isa, Order::kRows);
+      EXPECT_EQ(rows != dot_function(type, isa, Order::kBlocks), own) << name_of(type);
+      EXPECT_EQ(rows != dot_function(type, isa, Order::kBlocksBy4), own) << name_of(type);
+    }
+    EXPECT_EQ(repacked_by_llama_cpp(type, 64), own) << name_of(type);
+    EXPECT_FALSE(repacked_by_llama_cpp(type, 60)) << name_of(type);
   }
 }
 
@@ -181,9 +210,12 @@ TEST(Dot, SimdKernelsMatchTheReference) {
   if (isas.empty()) GTEST_SKIP() << "this CPU has no SIMD kernels";
   std::mt19937 rng(2);
   for (Isa isa : isas) {
-    for (GgmlType type : kAllTypes) {
+    for (auto [type, order] : type_orders()) {
       if (!has_fast_dot(type, isa)) continue;
-      const DotFn fast = dot_function(type, isa), ref = dot_function(type, Isa::Reference);
+      const DotFn fast = dot_function(type, isa, order);
+      const DotFn ref = dot_function(type, Isa::Reference, order);
+      // The K-quant references are llama.cpp's float order itself: no slack.
+      const bool exact = operand_type(type) == GgmlType::Q8_K;
       const size_t block = gguf::traits(type).block_size;
       const size_t step = block == 1 ? 1 : block;
       for (size_t n = step; n <= 1024; n += (n < 64 || block > 1) ? step : 13) {
@@ -211,10 +243,11 @@ TEST(Dot, SimdKernelsMatchTheReference) {
             for (int c = 0; c < ncols; ++c) {
               for (size_t r = 0; r < nrows; ++r) {
                 const uint8_t* row = w.data() + misalign + r * w_stride;
-                const double tol = 1e-5 * magnitude(type, row, xs[c]) + 1e-6;
+                const double tol = exact ? 0 : 1e-5 * magnitude(type, row, xs[c]) + 1e-6;
                 ASSERT_NEAR(got[c * kRows + r], want[c * kRows + r], tol)
-                    << isa_name(isa) << " " << name_of(type) << " n=" << n << " col " << c << "/"
-                    << ncols << " row " << r << "/" << nrows;
+                    << isa_name(isa) << " " << name_of(type) << " order "
+                    << static_cast<int>(order) << " n=" << n << " col " << c << "/" << ncols
+                    << " row " << r << "/" << nrows;
               }
             }
           }
