@@ -243,9 +243,9 @@ void Forward::multiply(std::initializer_list<Product> products, const float* in,
         const GgmlType type = p.w->tensor->type.type;
         // llama.cpp's float order for this weight (kernels::Order): a
         // repacked weight takes the columns of whole fours together and the
-        // last n % 4 alone.
-        const bool repacked = p.w->tensor != m_.token_embd().tensor &&
-                              kernels::repacked_by_llama_cpp(type, p.w->n_out);
+        // last n % 4 alone. (A tied output is repacked too: llama.cpp loads
+        // it a second time, as a weight of the output layer.)
+        const bool repacked = kernels::repacked_by_llama_cpp(type, p.w->n_out);
         const kernels::DotFn dot = kernels::dot_function(
             type, isa_, repacked ? kernels::Order::kBlocks : kernels::Order::kRows);
         const kernels::DotFn dot_by4 =

@@ -39,9 +39,8 @@ void attend_one(size_t head_dim, size_t n, const float* q, const uint16_t* k, co
   for (size_t d = 0; d < head_dim; ++d) out[d] = acc[d] * inv;
 }
 
-void attend_reference(size_t head_dim, size_t n_heads, size_t n, const float* q,
-                      const uint16_t* k, const uint16_t* v, size_t stride, float scale,
-                      float* out) {
+void attend_reference(size_t head_dim, size_t n_heads, size_t n, const float* q, const uint16_t* k,
+                      const uint16_t* v, size_t stride, float scale, float* out) {
   for (size_t h = 0; h < n_heads; ++h) {
     attend_one(head_dim, n, q + h * head_dim, k, v, stride, scale, out + h * head_dim);
   }

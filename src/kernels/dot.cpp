@@ -140,8 +140,8 @@ float dot_with_offset(size_t n, const void* w, const void* a) {
 }
 
 constexpr bool is_k_quant(GgmlType t) {
-  return t == GgmlType::Q2_K || t == GgmlType::Q3_K || t == GgmlType::Q4_K ||
-         t == GgmlType::Q5_K || t == GgmlType::Q6_K || t == GgmlType::IQ4_XS;
+  return t == GgmlType::Q2_K || t == GgmlType::Q3_K || t == GgmlType::Q4_K || t == GgmlType::Q5_K ||
+         t == GgmlType::Q6_K || t == GgmlType::IQ4_XS;
 }
 
 template <GgmlType kType>
@@ -188,12 +188,12 @@ void dot_reference(size_t n, const void* w, size_t w_stride, size_t nrows, const
 template <GgmlType kType, Order kOrder>
 void dot_reference_blocks(size_t n, const void* w, size_t w_stride, size_t nrows, const void* a,
                           size_t a_stride, int ncols, float* out, size_t out_stride) {
-  constexpr int group =
-      kOrder == Order::kBlocks ? kSuper : (kType == GgmlType::Q4_K ? 64 : 128);
+  constexpr int group = kOrder == Order::kBlocks ? kSuper : (kType == GgmlType::Q4_K ? 64 : 128);
   for (size_t r = 0; r < nrows; ++r) {
     for (int c = 0; c < ncols; ++c) {
-      out[c * out_stride + r] = dot_k_in_blocks(kType, n, static_cast<const char*>(w) + r * w_stride,
-                                                static_cast<const char*>(a) + c * a_stride, group);
+      out[c * out_stride + r] =
+          dot_k_in_blocks(kType, n, static_cast<const char*>(w) + r * w_stride,
+                          static_cast<const char*>(a) + c * a_stride, group);
     }
   }
 }

@@ -72,16 +72,15 @@ inline constexpr int kMaxCols = 8;
 // The tiny reference models turn such last-bit differences into visible
 // ones, so quip follows the same choices (see dot_k.h for the orders).
 enum class Order {
-  kRows,        // vec_dot
-  kBlocks,      // repacked, a column alone (ggml's gemv)
-  kBlocksBy4,   // repacked, columns in fours (ggml's gemm)
+  kRows,       // vec_dot
+  kBlocks,     // repacked, a column alone (ggml's gemv)
+  kBlocksBy4,  // repacked, columns in fours (ggml's gemm)
 };
 
 // Whether llama.cpp (x86, AVX-512) repacks a weight of `type` with `rows`
 // rows in a way that changes its float order: Q4_K and Q2_K, when rows is
-// a multiple of 8. (It repacks Q4_0 and IQ4_NL too, in the order their
-// kernels here already have; it never repacks the token embedding, which
-// callers exclude.)
+// a multiple of 8. (It repacks Q4_0 and IQ4_NL too; quip's kernels for
+// those stay within the shared models' tolerances without that order.)
 bool repacked_by_llama_cpp(gguf::GgmlType weight, uint64_t rows);
 
 // The dot function for weights of `type` on `isa` (the reference when that

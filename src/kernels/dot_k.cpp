@@ -107,8 +107,8 @@ void decode(GgmlType type, const void* w, size_t i, Superblock* s) {
       const auto b = load_block<BlockIQ4_XS>(w, i);
       s->d = f16_to_f32(b.d), s->dmin = 0, s->sub = 32;
       for (int g = 0; g < 8; ++g) {
-        const int ls = ((b.scales_l[g / 2] >> (4 * (g % 2))) & 0x0F) |
-                       (((b.scales_h >> (2 * g)) & 3) << 4);
+        const int ls =
+            ((b.scales_l[g / 2] >> (4 * (g % 2))) & 0x0F) | (((b.scales_h >> (2 * g)) & 3) << 4);
         s->sc[g] = ls - 32, s->m[g] = 0;
         for (int j = 0; j < 16; ++j) {
           s->q[32 * g + j] = kIQ4Values[b.qs[16 * g + j] & 0x0F];
@@ -155,7 +155,8 @@ float dot_k_by_rows(GgmlType type, size_t n, const void* w, const void* a) {
         break;
       case GgmlType::Q4_K:  // mins in four lanes, groups 2k and 2k+1 in lane k
         for (int k = 0; k < 4; ++k) {
-          const int m = s.m[2 * k] * sub_sum(y, 32, 2 * k) + s.m[2 * k + 1] * sub_sum(y, 32, 2 * k + 1);
+          const int m =
+              s.m[2 * k] * sub_sum(y, 32, 2 * k) + s.m[2 * k + 1] * sub_sum(y, 32, 2 * k + 1);
           acc_m4[k] = std::fma(dmin, static_cast<float>(m), acc_m4[k]);
         }
         break;

@@ -144,7 +144,7 @@ TEST_P(Properties, BatchedEqualsTokenByToken) {
   const auto loaded = load(GetParam());
   const std::vector<int32_t> tokens = long_prompt(GetParam());
   ForwardOptions small = options(2);
-  small.max_batch = 7;           // batches that end mid-prompt
+  small.max_batch = 7;             // batches that end mid-prompt
   small.columns_in_fours = false;  // the one-by-one float order (see ForwardOptions)
   Forward batched(loaded->model, small), single(loaded->model, options(1));
   const std::span<const float> logits = batched.eval(tokens, true);
@@ -236,7 +236,8 @@ TEST_P(Properties, StoppedPromptKeepsWhatItEvaluated) {
   GenerateOptions stopping = go;
   stopping.keep_going = [&] { return ++asked <= 2; };  // two batches, then stop
   bool answered = false;
-  const Generation stopped = generate(fwd, tokens, stopping, [&](int32_t) { return answered = true; });
+  const Generation stopped =
+      generate(fwd, tokens, stopping, [&](int32_t) { return answered = true; });
   EXPECT_EQ(stopped.stop, StopReason::Caller);
   EXPECT_TRUE(stopped.tokens.empty());
   EXPECT_FALSE(answered);

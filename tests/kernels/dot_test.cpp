@@ -245,9 +245,8 @@ TEST(Dot, SimdKernelsMatchTheReference) {
                 const uint8_t* row = w.data() + misalign + r * w_stride;
                 const double tol = exact ? 0 : 1e-5 * magnitude(type, row, xs[c]) + 1e-6;
                 ASSERT_NEAR(got[c * kRows + r], want[c * kRows + r], tol)
-                    << isa_name(isa) << " " << name_of(type) << " order "
-                    << static_cast<int>(order) << " n=" << n << " col " << c << "/" << ncols
-                    << " row " << r << "/" << nrows;
+                    << isa_name(isa) << " " << name_of(type) << " order " << static_cast<int>(order)
+                    << " n=" << n << " col " << c << "/" << ncols << " row " << r << "/" << nrows;
               }
             }
           }
