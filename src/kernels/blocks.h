@@ -116,6 +116,20 @@ void store_block(void* dst, size_t i, const Block& b) {
   std::memcpy(static_cast<char*>(dst) + i * sizeof(Block), &b, sizeof(Block));
 }
 
+// The 6-bit scale and min of group j (0..7) of a Q4_K or Q5_K block's 12
+// scale bytes (ggml's get_scale_min_k4): for j < 4 the low six bits of bytes
+// j and j + 4; for j >= 4 the nibbles of byte j + 4 with the top two bits of
+// bytes j - 4 and j.
+inline void scale_min_k4(int j, const uint8_t* scales, uint8_t* sc, uint8_t* m) {
+  if (j < 4) {
+    *sc = scales[j] & 63;
+    *m = scales[j + 4] & 63;
+  } else {
+    *sc = static_cast<uint8_t>((scales[j + 4] & 0x0F) | ((scales[j - 4] >> 6) << 4));
+    *m = static_cast<uint8_t>((scales[j + 4] >> 4) | ((scales[j] >> 6) << 4));
+  }
+}
+
 // The non-linear 4-bit grid of IQ4_NL and IQ4_XS.
 inline constexpr int8_t kIQ4Values[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
                                           1,    13,   25,  38,  53,  69,  89,  113};

@@ -110,153 +110,18 @@ void iq4_nl(const void* src, float* y, size_t n) {
   }
 }
 
-// 16 groups of 16: x = d * (scale & 15) * q - dmin * (scale >> 4), q two bits.
-// Byte l of each 32-byte half of qs holds elements l, l+32, l+64, l+96 of
-// the half's 128 (two bits each, lowest first).
-void q2_k(const void* src, float* y, size_t n) {
-  for (size_t i = 0; i < n / kSuper; ++i) {
-    const auto b = load_block<BlockQ2_K>(src, i);
-    const float d = f16_to_f32(b.d), dmin = f16_to_f32(b.dmin);
-    const uint8_t* q = b.qs;
-    int is = 0;
-    for (int half = 0; half < 2; ++half, q += 32) {
-      for (int shift = 0; shift < 8; shift += 2) {
-        for (int part = 0; part < 2; ++part) {
-          const uint8_t sc = b.scales[is++];
-          const float dl = d * static_cast<float>(sc & 0x0F),
-                      ml = dmin * static_cast<float>(sc >> 4);
-          for (int l = 0; l < 16; ++l)
-            *y++ = dl * static_cast<float>((q[l + 16 * part] >> shift) & 3) - ml;
-        }
-      }
-    }
-  }
-}
-
-// 16 groups of 16: x = d * (scale - 32) * (q - (high bit clear ? 4 : 0)),
-// scales 6 bits: low nibbles in bytes 0..7, high pairs in bytes 8..11.
-void q3_k(const void* src, float* y, size_t n) {
-  for (size_t i = 0; i < n / kSuper; ++i) {
-    const auto b = load_block<BlockQ3_K>(src, i);
-    const float d = f16_to_f32(b.d);
-    int scales[16];
-    for (int j = 0; j < 16; ++j) {
-      const int low = j < 8 ? b.scales[j] & 0x0F : b.scales[j - 8] >> 4;
-      const int high = (b.scales[8 + j % 4] >> (2 * (j / 4))) & 3;
-      scales[j] = (low | (high << 4)) - 32;
-    }
-    const uint8_t* q = b.qs;
-    int is = 0;
-    uint8_t m = 1;
-    for (int half = 0; half < 2; ++half, q += 32) {
-      for (int shift = 0; shift < 8; shift += 2, m <<= 1) {
-        for (int part = 0; part < 2; ++part) {
-          const float dl = d * static_cast<float>(scales[is++]);
-          for (int l = 0; l < 16; ++l) {
-            const int k = l + 16 * part;
-            const int v = ((q[k] >> shift) & 3) - ((b.hmask[k + 0] & m) ? 0 : 4);
-            *y++ = dl * static_cast<float>(v);
-          }
-        }
-      }
-    }
-  }
-}
-
-// The 6-bit scale and min of group j (0..7) of a Q4_K / Q5_K block.
-void scale_min_k4(int j, const uint8_t* q, uint8_t* d, uint8_t* m) {
-  if (j < 4) {
-    *d = q[j] & 63;
-    *m = q[j + 4] & 63;
-  } else {
-    *d = static_cast<uint8_t>((q[j + 4] & 0x0F) | ((q[j - 4] >> 6) << 4));
-    *m = static_cast<uint8_t>((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
-  }
-}
-
-// The scale and min of groups g and g + 1 (a pair that shares 32 bytes of
-// qs, low nibbles then high) of a Q4_K / Q5_K block, times d and dmin.
-struct GroupPair {
-  float d1, m1, d2, m2;
-};
-GroupPair group_pair(int g, const uint8_t* scales, float d, float dmin) {
-  uint8_t sc1, mn1, sc2, mn2;
-  scale_min_k4(g, scales, &sc1, &mn1);
-  scale_min_k4(g + 1, scales, &sc2, &mn2);
-  return {d * sc1, dmin * mn1, d * sc2, dmin * mn2};
-}
-
-// 8 groups of 32: x = d * scale * q - dmin * min.
-void q4_k(const void* src, float* y, size_t n) {
-  for (size_t i = 0; i < n / kSuper; ++i) {
-    const auto b = load_block<BlockQ4_K>(src, i);
-    const float d = f16_to_f32(b.d), dmin = f16_to_f32(b.dmin);
-    const uint8_t* q = b.qs;
-    for (int g = 0; g < 8; g += 2, q += 32) {
-      const GroupPair p = group_pair(g, b.scales, d, dmin);
-      for (int l = 0; l < 32; ++l) *y++ = p.d1 * static_cast<float>(q[l] & 0x0F) - p.m1;
-      for (int l = 0; l < 32; ++l) *y++ = p.d2 * static_cast<float>(q[l] >> 4) - p.m2;
-    }
-  }
-}
-
-// As Q4_K with a fifth bit from qh (bit g of byte l for group g).
-void q5_k(const void* src, float* y, size_t n) {
-  for (size_t i = 0; i < n / kSuper; ++i) {
-    const auto b = load_block<BlockQ5_K>(src, i);
-    const float d = f16_to_f32(b.d), dmin = f16_to_f32(b.dmin);
-    const uint8_t* q = b.qs;
-    for (int g = 0; g < 8; g += 2, q += 32) {
-      const GroupPair p = group_pair(g, b.scales, d, dmin);
-      const uint8_t u1 = static_cast<uint8_t>(1 << g), u2 = static_cast<uint8_t>(2 << g);
-      for (int l = 0; l < 32; ++l) {
-        *y++ = p.d1 * static_cast<float>((q[l] & 0x0F) + ((b.qh[l] & u1) ? 16 : 0)) - p.m1;
-      }
-      for (int l = 0; l < 32; ++l) {
-        *y++ = p.d2 * static_cast<float>((q[l] >> 4) + ((b.qh[l] & u2) ? 16 : 0)) - p.m2;
-      }
-    }
-  }
-}
-
-// 16 groups of 16: x = d * scale * (q - 32), q six bits (four in ql, two in qh).
-void q6_k(const void* src, float* y, size_t n) {
-  for (size_t i = 0; i < n / kSuper; ++i) {
-    const auto b = load_block<BlockQ6_K>(src, i);
-    const float d = f16_to_f32(b.d);
-    const uint8_t* ql = b.ql;
-    const uint8_t* qh = b.qh;
-    const int8_t* sc = b.scales;
-    for (int half = 0; half < 2; ++half, y += 128, ql += 64, qh += 32, sc += 8) {
-      for (int l = 0; l < 32; ++l) {
-        const int is = l / 16;
-        const int q1 = ((ql[l] & 0x0F) | (((qh[l] >> 0) & 3) << 4)) - 32;
-        const int q2 = ((ql[l + 32] & 0x0F) | (((qh[l] >> 2) & 3) << 4)) - 32;
-        const int q3 = ((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32;
-        const int q4 = ((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32;
-        y[l] = d * sc[is] * static_cast<float>(q1);
-        y[l + 32] = d * sc[is + 2] * static_cast<float>(q2);
-        y[l + 64] = d * sc[is + 4] * static_cast<float>(q3);
-        y[l + 96] = d * sc[is + 6] * static_cast<float>(q4);
-      }
-    }
-  }
-}
-
-// 8 groups of 32: x = d * (scale - 32) * grid[q], scales six bits.
-void iq4_xs(const void* src, float* y, size_t n) {
-  for (size_t i = 0; i < n / kSuper; ++i) {
-    const auto b = load_block<BlockIQ4_XS>(src, i);
-    const float d = f16_to_f32(b.d);
-    const uint8_t* q = b.qs;
-    for (int g = 0; g < 8; ++g, y += 32, q += 16) {
-      const int ls =
-          ((b.scales_l[g / 2] >> (4 * (g % 2))) & 0x0F) | (((b.scales_h >> (2 * g)) & 3) << 4);
-      const float dl = d * static_cast<float>(ls - 32);
-      for (int j = 0; j < 16; ++j) {
-        y[j] = dl * kIQ4Values[q[j] & 0x0F];
-        y[j + 16] = dl * kIQ4Values[q[j] >> 4];
-      }
+// The K-quants and IQ4_XS from their integers (decode_k):
+// x = (d * sc) * q - dmin * m, the steps and roundings of ggml's
+// dequantize_row_* (which multiply d by the scale first).
+template <GgmlType kType>
+void k_quant(const void* src, float* y, size_t n) {
+  KSuperblock s;
+  for (size_t i = 0; i < n / kSuper; ++i, y += kSuper) {
+    decode_k(kType, src, i, &s);
+    for (int e = 0; e < kSuper; ++e) {
+      const int j = e / s.sub;
+      y[e] = s.d * static_cast<float>(s.sc[j]) * static_cast<float>(s.q[e]) -
+             s.dmin * static_cast<float>(s.m[j]);
     }
   }
 }
@@ -274,17 +139,120 @@ Fn function_for(GgmlType type) {
     case GgmlType::Q5_1: return q5_1;
     case GgmlType::Q8_0: return q8_0;
     case GgmlType::IQ4_NL: return iq4_nl;
-    case GgmlType::Q2_K: return q2_k;
-    case GgmlType::Q3_K: return q3_k;
-    case GgmlType::Q4_K: return q4_k;
-    case GgmlType::Q5_K: return q5_k;
-    case GgmlType::Q6_K: return q6_k;
-    case GgmlType::IQ4_XS: return iq4_xs;
+    case GgmlType::Q2_K: return k_quant<GgmlType::Q2_K>;
+    case GgmlType::Q3_K: return k_quant<GgmlType::Q3_K>;
+    case GgmlType::Q4_K: return k_quant<GgmlType::Q4_K>;
+    case GgmlType::Q5_K: return k_quant<GgmlType::Q5_K>;
+    case GgmlType::Q6_K: return k_quant<GgmlType::Q6_K>;
+    case GgmlType::IQ4_XS: return k_quant<GgmlType::IQ4_XS>;
     default: return nullptr;
   }
 }
 
 }  // namespace
+
+void decode_k(GgmlType type, const void* w, size_t i, KSuperblock* s) {
+  switch (type) {
+    // 16 groups of 16. Byte k of each 32-byte half of qs holds elements k,
+    // k+32, k+64, k+96 of the half's 128 (two bits each, lowest first).
+    // Q2_K: scale & 15 and min scale >> 4. Q3_K: a third bit in hmask (clear:
+    // q - 4), scales of 6 bits (low nibbles in bytes 0..7, high pairs in
+    // bytes 8..11) less 32.
+    case GgmlType::Q2_K:
+    case GgmlType::Q3_K: {
+      const bool q2 = type == GgmlType::Q2_K;
+      const auto b2 = q2 ? load_block<BlockQ2_K>(w, i) : BlockQ2_K{};
+      const auto b3 = q2 ? BlockQ3_K{} : load_block<BlockQ3_K>(w, i);
+      s->sub = 16;
+      if (q2) {
+        s->d = f16_to_f32(b2.d), s->dmin = f16_to_f32(b2.dmin);
+        for (int j = 0; j < 16; ++j) s->sc[j] = b2.scales[j] & 0x0F, s->m[j] = b2.scales[j] >> 4;
+      } else {
+        s->d = f16_to_f32(b3.d), s->dmin = 0;
+        for (int j = 0; j < 16; ++j) {
+          const int low = j < 8 ? b3.scales[j] & 0x0F : b3.scales[j - 8] >> 4;
+          const int high = (b3.scales[8 + j % 4] >> (2 * (j / 4))) & 3;
+          s->sc[j] = (low | (high << 4)) - 32, s->m[j] = 0;
+        }
+      }
+      const uint8_t* q = q2 ? b2.qs : b3.qs;
+      int e = 0;
+      uint8_t bit = 1;
+      for (int half = 0; half < 2; ++half, q += 32) {
+        for (int shift = 0; shift < 8; shift += 2, bit = static_cast<uint8_t>(bit << 1)) {
+          for (int k = 0; k < 32; ++k) {
+            const int v = (q[k] >> shift) & 3;
+            s->q[e++] = q2 ? v : v - ((b3.hmask[k] & bit) ? 0 : 4);
+          }
+        }
+      }
+      return;
+    }
+    // 8 groups of 32; each 32 bytes of qs hold a pair of groups, low nibbles
+    // then high. Q5_K: a fifth bit, bit g of qh byte l for group g.
+    case GgmlType::Q4_K:
+    case GgmlType::Q5_K: {
+      const bool q5 = type == GgmlType::Q5_K;
+      const auto b4 = q5 ? BlockQ4_K{} : load_block<BlockQ4_K>(w, i);
+      const auto b5 = q5 ? load_block<BlockQ5_K>(w, i) : BlockQ5_K{};
+      const uint8_t* scales = q5 ? b5.scales : b4.scales;
+      s->d = f16_to_f32(q5 ? b5.d : b4.d), s->dmin = f16_to_f32(q5 ? b5.dmin : b4.dmin);
+      s->sub = 32;
+      for (int j = 0; j < 8; ++j) {
+        uint8_t sc, m;
+        scale_min_k4(j, scales, &sc, &m);
+        s->sc[j] = sc, s->m[j] = m;
+      }
+      const uint8_t* q = q5 ? b5.qs : b4.qs;
+      for (int g = 0; g < 8; g += 2, q += 32) {
+        for (int l = 0; l < 32; ++l) {
+          int lo = q[l] & 0x0F, hi = q[l] >> 4;
+          if (q5) {
+            lo += (b5.qh[l] >> g) & 1 ? 16 : 0;
+            hi += (b5.qh[l] >> (g + 1)) & 1 ? 16 : 0;
+          }
+          s->q[32 * g + l] = lo, s->q[32 * g + 32 + l] = hi;
+        }
+      }
+      return;
+    }
+    // 16 groups of 16: q of six bits (four in ql, two in qh) less 32.
+    case GgmlType::Q6_K: {
+      const auto b = load_block<BlockQ6_K>(w, i);
+      s->d = f16_to_f32(b.d), s->dmin = 0, s->sub = 16;
+      for (int j = 0; j < 16; ++j) s->sc[j] = b.scales[j], s->m[j] = 0;
+      for (int half = 0; half < 2; ++half) {
+        const uint8_t* ql = b.ql + 64 * half;
+        const uint8_t* qh = b.qh + 32 * half;
+        int* q = s->q + 128 * half;
+        for (int l = 0; l < 32; ++l) {
+          q[l] = ((ql[l] & 0x0F) | (((qh[l] >> 0) & 3) << 4)) - 32;
+          q[l + 32] = ((ql[l + 32] & 0x0F) | (((qh[l] >> 2) & 3) << 4)) - 32;
+          q[l + 64] = ((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32;
+          q[l + 96] = ((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32;
+        }
+      }
+      return;
+    }
+    // 8 groups of 32: the grid value of each nibble, scales of six bits
+    // less 32.
+    case GgmlType::IQ4_XS: {
+      const auto b = load_block<BlockIQ4_XS>(w, i);
+      s->d = f16_to_f32(b.d), s->dmin = 0, s->sub = 32;
+      for (int g = 0; g < 8; ++g) {
+        const int ls =
+            ((b.scales_l[g / 2] >> (4 * (g % 2))) & 0x0F) | (((b.scales_h >> (2 * g)) & 3) << 4);
+        s->sc[g] = ls - 32, s->m[g] = 0;
+        for (int j = 0; j < 16; ++j) {
+          s->q[32 * g + j] = kIQ4Values[b.qs[16 * g + j] & 0x0F];
+          s->q[32 * g + 16 + j] = kIQ4Values[b.qs[16 * g + j] >> 4];
+        }
+      }
+      return;
+    }
+    default: CHECK(false && "not a K-quant");
+  }
+}
 
 bool can_dequantize(GgmlType type) {
   return function_for(type) != nullptr;

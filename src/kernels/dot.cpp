@@ -135,8 +135,7 @@ float dot_with_offset(size_t n, const void* w, const void* a) {
       acc[k] = std::fma(dd, static_cast<float>(lane), acc[k]);
     }
   }
-  // hsum_float_8's order.
-  return ((acc[4] + acc[0]) + (acc[6] + acc[2])) + ((acc[5] + acc[1]) + (acc[7] + acc[3])) + summs;
+  return hsum_float_8(acc) + summs;
 }
 
 constexpr bool is_k_quant(GgmlType t) {

@@ -25,6 +25,12 @@
 
 namespace quip::kernels {
 
+// The sum of 8 float lanes in ggml's hsum_float_8 order, the last step of
+// its x86 dot products.
+inline float hsum_float_8(const float* a) {
+  return ((a[4] + a[0]) + (a[6] + a[2])) + ((a[5] + a[1]) + (a[7] + a[3]));
+}
+
 // The dot product of n weights of `type` (Q2_K, Q3_K, Q4_K, Q5_K, Q6_K or
 // IQ4_XS) with a Q8_K operand row, by rows.
 float dot_k_by_rows(gguf::GgmlType type, size_t n, const void* w, const void* a);

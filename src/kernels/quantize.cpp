@@ -171,7 +171,7 @@ float fit_scale_min(const float* x, const float* w, int n, int nmax, uint8_t* le
 
 // Bytes j (0..7) of a Q4_K block's 12 scale bytes: 6-bit scale and min of
 // group j, the high two bits of groups 4..7 in the top of bytes 0..7 (the
-// inverse of get_scale_min_k4 in ggml-quants.c).
+// inverse of scale_min_k4 in blocks.h).
 void pack_scale_min_k4(int j, uint8_t ls, uint8_t lm, uint8_t* scales) {
   if (j < 4) {
     scales[j] = ls;
@@ -180,16 +180,6 @@ void pack_scale_min_k4(int j, uint8_t ls, uint8_t lm, uint8_t* scales) {
     scales[j + 4] = static_cast<uint8_t>((ls & 0x0F) | ((lm & 0x0F) << 4));
     scales[j - 4] = static_cast<uint8_t>(scales[j - 4] | ((ls >> 4) << 6));
     scales[j] = static_cast<uint8_t>(scales[j] | ((lm >> 4) << 6));
-  }
-}
-
-void unpack_scale_min_k4(int j, const uint8_t* scales, uint8_t* ls, uint8_t* lm) {
-  if (j < 4) {
-    *ls = scales[j] & 63;
-    *lm = scales[j + 4] & 63;
-  } else {
-    *ls = static_cast<uint8_t>((scales[j + 4] & 0x0F) | ((scales[j - 4] >> 6) << 4));
-    *lm = static_cast<uint8_t>((scales[j + 4] >> 4) | ((scales[j] >> 6) << 4));
   }
 }
 
@@ -228,7 +218,7 @@ void q4_k(const float* x, void* dst, size_t n) {
     b.dmin = f32_to_f16(max_min / 63.0f);
     for (int j = 0; j < 8; ++j) {
       uint8_t sc, m;
-      unpack_scale_min_k4(j, b.scales, &sc, &m);
+      scale_min_k4(j, b.scales, &sc, &m);
       const float d = f16_to_f32(b.d) * static_cast<float>(sc);
       if (d == 0) continue;  // keep the fit's levels, as ggml does
       const float dm = f16_to_f32(b.dmin) * static_cast<float>(m);
