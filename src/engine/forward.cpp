@@ -39,7 +39,7 @@ Forward::Forward(const Model& model, const ForwardOptions& options)
       attend_(kernels::attend_function(options.isa, model.hparams().head_dim)),
       swiglu_(kernels::swiglu_function(options.isa)),
       max_batch_(std::max<size_t>(1, options.max_batch)),
-      columns_in_fours_(options.columns_in_fours),
+      batch_orders_(options.batch_orders),
       pool_(std::make_unique<kernels::ThreadPool>(std::max(1, options.n_threads))),
       output_norm_(vec(model.output_norm())),
       freq_factors_(vec(model.rope_freqs())),
@@ -241,28 +241,27 @@ void Forward::multiply(std::initializer_list<Product> products, const float* in,
       const size_t lo = std::max(begin, tile), hi = std::min(end, tile + tiles);
       if (lo < hi) {
         const GgmlType type = p.w->tensor->type.type;
-        // llama.cpp's float order for this weight (kernels::Order): a
-        // repacked weight takes the columns of whole fours together and the
-        // last n % 4 alone. (A tied output is repacked too: llama.cpp loads
-        // it a second time, as a weight of the output layer.)
-        const bool repacked = kernels::repacked_by_llama_cpp(type, p.w->n_out);
-        const kernels::DotFn dot = kernels::dot_function(
-            type, isa_, repacked ? kernels::Order::kBlocks : kernels::Order::kRows);
-        const kernels::DotFn dot_by4 =
-            repacked ? kernels::dot_function(type, isa_, kernels::Order::kBlocksBy4) : dot;
-        const size_t by4 = columns_in_fours_ && n > 3 ? n - n % 4 : 0;
+        // llama.cpp's float orders for this weight and batch. (A tied
+        // output is repacked too: llama.cpp loads it a second time, as a
+        // weight of the output layer.)
+        // Without batch orders, every column as a token alone (lead 0).
+        const kernels::BatchOrder order =
+            kernels::llama_cpp_order(type, p.w->n_out, n_in, batch_orders_ ? n : 1);
+        const kernels::DotFn lead_dot = kernels::dot_function(type, isa_, order.lead_order);
+        const kernels::DotFn rest_dot = kernels::dot_function(type, isa_, order.rest_order);
+        const size_t lead = order.lead;
         const size_t w_bytes = kernels::row_bytes(type, n_in);
         const auto* w = reinterpret_cast<const uint8_t*>(p.w->tensor->data.data());
         const size_t r_end = std::min<size_t>(p.w->n_out, (hi - tile) * kTile);
         for (size_t r0 = (lo - tile) * kTile; r0 < r_end; r0 += kTile) {
           const size_t r1 = std::min(r0 + kTile, r_end);
           for (size_t c0 = 0; c0 < n;) {
-            const size_t limit = c0 < by4 ? by4 : n;
+            const size_t limit = c0 < lead ? lead : n;
             const int ncols = static_cast<int>(std::min<size_t>(kernels::kMaxCols, limit - c0));
-            (c0 < by4 ? dot_by4 : dot)(n_in, w + r0 * w_bytes, w_bytes, r1 - r0,
-                                       operand_.data() + op.offset + c0 * op.row_bytes,
-                                       op.row_bytes, ncols, p.out + c0 * p.w->n_out + r0,
-                                       p.w->n_out);
+            (c0 < lead ? lead_dot : rest_dot)(n_in, w + r0 * w_bytes, w_bytes, r1 - r0,
+                                              operand_.data() + op.offset + c0 * op.row_bytes,
+                                              op.row_bytes, ncols, p.out + c0 * p.w->n_out + r0,
+                                              p.w->n_out);
             c0 += static_cast<size_t>(ncols);
           }
         }

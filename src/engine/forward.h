@@ -34,12 +34,11 @@ struct ForwardOptions {
   int n_threads = 1;
   kernels::Isa isa = kernels::Isa::Reference;
   size_t max_batch = 256;  // tokens evaluated together: bounds the scratch memory
-  // llama.cpp multiplies the weights it repacks (kernels::Order) in another
-  // float order for the tokens of a batch it takes in fours than for the
-  // last batch.size() % 4, so a batch and the same tokens one by one differ
-  // in the last bits. false: every token in the one-by-one order (for tests
-  // of batching itself).
-  bool columns_in_fours = true;
+  // llama.cpp multiplies some weights of a batch in another float order
+  // than a token alone (kernels::llama_cpp_order), so a batch and the same
+  // tokens one by one differ in the last bits. false: every token in the
+  // one-by-one order (for tests of batching itself).
+  bool batch_orders = true;
 };
 
 class Forward {
@@ -83,7 +82,7 @@ class Forward {
   kernels::AttendFn attend_;
   kernels::SwigluFn swiglu_;
   size_t max_batch_;
-  bool columns_in_fours_;
+  bool batch_orders_;
   std::unique_ptr<kernels::ThreadPool> pool_;
   std::vector<LayerVectors> layers_;
   std::vector<float> output_norm_, freq_factors_;

@@ -7,6 +7,7 @@
 #include "engine/ops.h"
 #include "kernels/attention.h"
 #include "kernels/dequantize.h"
+#include "kernels/dot_float.h"
 #include "kernels/half.h"
 
 namespace quip::engine {
@@ -258,10 +259,6 @@ float dot_q8_0_q5_0(gguf::GgmlType type, const uint8_t* row, std::span<const flo
   return hsum_float_8(acc);
 }
 
-// ggml_vec_dot_f16 as built for AVX-512: see kernels/attention.h.
-float dot_f16(const float* x, const float* y, size_t n) {
-  return kernels::ggml_dot_f16(x, y, n);
-}
 
 // y = W x: y[j] = dot(row j of W, x).
 std::vector<float> matvec(const Weight& w, std::span<const float> x_in) {
@@ -293,8 +290,17 @@ std::vector<float> matvec(const Weight& w, std::span<const float> x_in) {
     }
     return y;
   }
-  if (t.type.type == gguf::GgmlType::F16) {  // x is F16 too: ggml_vec_dot_f16
-    for (uint64_t j = 0; j < w.n_out; ++j) y[j] = dot_f16(row(w, j).data(), x.data(), w.n_in);
+  // x is F16 or BF16 too: ggml_vec_dot_f16 and _bf16 (kernels/dot_float.h).
+  if (t.type.type == gguf::GgmlType::F16) {
+    for (uint64_t j = 0; j < w.n_out; ++j) {
+      y[j] = kernels::ggml_dot_f16(row(w, j).data(), x.data(), w.n_in);
+    }
+    return y;
+  }
+  if (t.type.type == gguf::GgmlType::BF16) {
+    for (uint64_t j = 0; j < w.n_out; ++j) {
+      y[j] = kernels::ggml_dot_bf16(row(w, j).data(), x.data(), w.n_in);
+    }
     return y;
   }
   for (uint64_t j = 0; j < w.n_out; ++j) {

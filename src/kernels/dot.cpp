@@ -14,6 +14,7 @@
 #include "base/check.h"
 #include "kernels/blocks.h"
 #include "kernels/dequantize.h"
+#include "kernels/dot_float.h"
 #include "kernels/dot_k.h"
 #include "kernels/dot_x86.h"
 #include "kernels/half.h"
@@ -197,6 +198,33 @@ void dot_reference_blocks(size_t n, const void* w, size_t w_stride, size_t nrows
   }
 }
 
+// F16 and BF16 in llama.cpp's orders (dot_float.h): vec_dot's for kRows,
+// tinyBLAS's for kTinyBlas.
+template <GgmlType kType, Order kOrder>
+void dot_reference_half(size_t n, const void* w, size_t w_stride, size_t nrows, const void* a,
+                        size_t a_stride, int ncols, float* out, size_t out_stride) {
+  static_assert(kType == GgmlType::F16 || kType == GgmlType::BF16);
+  constexpr bool kBf16 = kType == GgmlType::BF16;
+  thread_local std::vector<float> wf, af;
+  wf.resize(n), af.resize(n * static_cast<size_t>(ncols));
+  for (int c = 0; c < ncols; ++c) {
+    dequantize_row(kType, static_cast<const char*>(a) + c * a_stride, af.data() + c * n, n);
+  }
+  for (size_t r = 0; r < nrows; ++r) {
+    dequantize_row(kType, static_cast<const char*>(w) + r * w_stride, wf.data(), n);
+    for (int c = 0; c < ncols; ++c) {
+      const float* x = wf.data();
+      const float* y = af.data() + c * n;
+      float& o = out[c * out_stride + r];
+      if constexpr (kOrder == Order::kTinyBlas) {
+        o = kBf16 ? tinyblas_dot_bf16(x, y, n) : tinyblas_dot_f16(x, y, n);
+      } else {
+        o = kBf16 ? ggml_dot_bf16(x, y, n) : ggml_dot_f16(x, y, n);
+      }
+    }
+  }
+}
+
 struct TypeEntry {
   GgmlType weight, operand;
   DotFn reference;
@@ -204,8 +232,8 @@ struct TypeEntry {
 
 constexpr TypeEntry kTypes[] = {
     {GgmlType::F32, GgmlType::F32, dot_reference<GgmlType::F32>},
-    {GgmlType::F16, GgmlType::F16, dot_reference<GgmlType::F16>},
-    {GgmlType::BF16, GgmlType::BF16, dot_reference<GgmlType::BF16>},
+    {GgmlType::F16, GgmlType::F16, dot_reference_half<GgmlType::F16, Order::kRows>},
+    {GgmlType::BF16, GgmlType::BF16, dot_reference_half<GgmlType::BF16, Order::kRows>},
     {GgmlType::Q8_0, GgmlType::Q8_0, dot_reference<GgmlType::Q8_0>},
     {GgmlType::Q4_0, GgmlType::Q8_0, dot_reference<GgmlType::Q4_0>},
     {GgmlType::Q4_1, GgmlType::Q8_1, dot_reference<GgmlType::Q4_1>},
@@ -319,24 +347,49 @@ void to_operand(GgmlType operand, const float* x, void* dst, size_t n) {
   }
 }
 
-bool repacked_by_llama_cpp(GgmlType weight, uint64_t rows) {
-  return (weight == GgmlType::Q4_K || weight == GgmlType::Q2_K) && rows % 8 == 0;
+BatchOrder llama_cpp_order(GgmlType weight, uint64_t rows, size_t n_in, size_t n) {
+  if ((weight == GgmlType::Q4_K || weight == GgmlType::Q2_K) && rows % 8 == 0) {
+    return {n > 3 ? n - n % 4 : 0, Order::kBlocksBy4, Order::kBlocks};
+  }
+  const bool half = weight == GgmlType::F16 || weight == GgmlType::BF16;
+  const size_t chunk = weight == GgmlType::BF16 ? kTinyBlasChunkBF16 : kTinyBlasChunkF16;
+  if (half && n >= 2 && rows % 4 == 0 && n_in % chunk == 0) {
+    return {n, Order::kTinyBlas, Order::kRows};
+  }
+  return {0, Order::kRows, Order::kRows};
 }
+
+namespace {
+
+// Whether weights of `weight` type have `order`.
+bool has_order(GgmlType weight, Order order) {
+  switch (order) {
+    case Order::kRows: return true;
+    case Order::kBlocks:
+    case Order::kBlocksBy4: return weight == GgmlType::Q4_K || weight == GgmlType::Q2_K;
+    case Order::kTinyBlas: return weight == GgmlType::F16 || weight == GgmlType::BF16;
+  }
+  return false;
+}
+
+}  // namespace
 
 DotFn dot_function(GgmlType weight, Isa isa, Order order) {
   const TypeEntry* e = find(weight);
   CHECK(e != nullptr);
-  // Only Q4_K and Q2_K have orders of their own.
-  if (weight != GgmlType::Q4_K && weight != GgmlType::Q2_K) order = Order::kRows;
+  if (!has_order(weight, order)) order = Order::kRows;
   if (const DotFn fast = fast_dot(weight, isa, order)) return fast;
-  if (order != Order::kRows) {
-    const bool by4 = order == Order::kBlocksBy4;
-    if (weight == GgmlType::Q4_K) {
-      return by4 ? dot_reference_blocks<GgmlType::Q4_K, Order::kBlocksBy4>
-                 : dot_reference_blocks<GgmlType::Q4_K, Order::kBlocks>;
-    }
-    return by4 ? dot_reference_blocks<GgmlType::Q2_K, Order::kBlocksBy4>
-               : dot_reference_blocks<GgmlType::Q2_K, Order::kBlocks>;
+  switch (order) {
+    case Order::kRows: return e->reference;
+    case Order::kBlocks:
+      return weight == GgmlType::Q4_K ? dot_reference_blocks<GgmlType::Q4_K, Order::kBlocks>
+                                      : dot_reference_blocks<GgmlType::Q2_K, Order::kBlocks>;
+    case Order::kBlocksBy4:
+      return weight == GgmlType::Q4_K ? dot_reference_blocks<GgmlType::Q4_K, Order::kBlocksBy4>
+                                      : dot_reference_blocks<GgmlType::Q2_K, Order::kBlocksBy4>;
+    case Order::kTinyBlas:
+      return weight == GgmlType::F16 ? dot_reference_half<GgmlType::F16, Order::kTinyBlas>
+                                     : dot_reference_half<GgmlType::BF16, Order::kTinyBlas>;
   }
   return e->reference;
 }

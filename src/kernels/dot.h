@@ -65,26 +65,39 @@ using DotFn = void (*)(size_t n, const void* w, size_t w_stride, size_t nrows, c
                        size_t a_stride, int ncols, float* out, size_t out_stride);
 inline constexpr int kMaxCols = 8;
 
-// The float order of a product: llama.cpp's CPU backend multiplies some
-// weights row by row (ggml's vec_dot) and repacks others into interleaved
-// blocks of 8 rows (its CPU_REPACK buffer), whose kernels sum in another
-// order, and another again for activation columns taken four at a time.
-// The tiny reference models turn such last-bit differences into visible
-// ones, so quip follows the same choices (see dot_k.h for the orders).
+// The float order of a product. llama.cpp's CPU backend multiplies a
+// weight row by row (ggml's vec_dot), or repacks it into interleaved blocks
+// of 8 rows (its CPU_REPACK buffer), whose kernels sum in another order,
+// and in another again for activation columns taken four at a time; F16
+// and BF16 batches go through llamafile's tinyBLAS instead. The tiny
+// reference models turn such last-bit differences into visible ones, so
+// quip follows the same choices (dot_k.h and dot_float.h state the orders).
 enum class Order {
   kRows,       // vec_dot
-  kBlocks,     // repacked, a column alone (ggml's gemv)
-  kBlocksBy4,  // repacked, columns in fours (ggml's gemm)
+  kBlocks,     // repacked Q4_K, Q2_K: a column alone (ggml's gemv)
+  kBlocksBy4,  // repacked Q4_K, Q2_K: columns in fours (ggml's gemm)
+  kTinyBlas,   // F16, BF16: a batch of columns (tinyBLAS)
 };
 
-// Whether llama.cpp (x86, AVX-512) repacks a weight of `type` with `rows`
-// rows in a way that changes its float order: Q4_K and Q2_K, when rows is
-// a multiple of 8. (It repacks Q4_0 and IQ4_NL too; quip's kernels for
-// those stay within the shared models' tolerances without that order.)
-bool repacked_by_llama_cpp(gguf::GgmlType weight, uint64_t rows);
+// How llama.cpp (x86, AVX-512) multiplies a weight of `rows` rows of n_in
+// values by a batch of n activation columns: columns [0, lead) in
+// lead_order and [lead, n) in rest_order.
+//   - Q4_K and Q2_K with rows a multiple of 8 are repacked: the columns of
+//     whole fours (when n > 3) in kBlocksBy4, the last n % 4 in kBlocks.
+//     (It repacks Q4_0 and IQ4_NL too; quip's kernels for those stay within
+//     the shared models' tolerances without that order.)
+//   - F16 and BF16 batches (n >= 2) with rows a multiple of 4 and n_in of
+//     tinyBLAS's chunk (dot_float.h) are kTinyBlas throughout.
+//   - Everything else is kRows.
+struct BatchOrder {
+  size_t lead;
+  Order lead_order, rest_order;
+};
+BatchOrder llama_cpp_order(gguf::GgmlType weight, uint64_t rows, size_t n_in, size_t n);
 
 // The dot function for weights of `type` on `isa` (the reference when that
-// instruction set has no faster one), in `order`.
+// instruction set has no faster one), in `order` (kRows for a type that has
+// no such order).
 // PRECONDITIONS: has_dot(type).
 DotFn dot_function(gguf::GgmlType weight, Isa isa, Order order = Order::kRows);
 

@@ -10,7 +10,6 @@
 #include <cmath>
 #include <filesystem>
 #include <nlohmann/json.hpp>
-#include <set>
 
 #include "engine/forward_ref.h"
 #include "engine/generate.h"
@@ -19,15 +18,6 @@
 
 namespace quip::engine {
 namespace {
-
-// Models whose outputs quip does not match yet, by the comparison rules of
-// ../shared/README.md (the open part of issue #4). Their tests measure and
-// report the error, then skip, so that CI shows the gap and turns to a
-// failure once a model here starts passing and should be taken off.
-bool known_gap(const std::string& file) {
-  static const std::set<std::string> kGaps = {"tiny-qwen3-e64-bf16.gguf"};
-  return kGaps.count(file) != 0;
-}
 
 bool exact_greedy_expected(const std::string& file) {
   return reference::tolerance_for(file) == 0.02;
@@ -79,12 +69,6 @@ TEST_P(SharedModels, MatchesLlamaCpp) {
   const std::string& where = c.where;
   const size_t argmax_misses = c.argmax_misses;
   RecordProperty("max_abs_logprob_error", std::to_string(worst));
-  const bool pass = worst <= tol && argmax_misses == 0;
-  if (known_gap(GetParam())) {
-    ASSERT_FALSE(pass) << "matches llama.cpp now: take it off the known gaps";
-    GTEST_SKIP() << "known gap: max |logprob error| " << worst << " > " << tol << " at " << where
-                 << ", " << argmax_misses << " argmax misses";
-  }
   EXPECT_LE(worst, tol) << "largest difference at " << where;
   EXPECT_EQ(argmax_misses, 0u);
 }
@@ -95,7 +79,6 @@ TEST_P(SharedModels, MatchesLlamaCpp) {
 TEST_P(SharedModels, GreedyDecodingMatchesLlamaCpp) {
   QUIP_REQUIRE_SHARED();
   if (!exact_greedy_expected(GetParam())) GTEST_SKIP() << "not an exact-greedy format";
-  if (known_gap(GetParam())) GTEST_SKIP() << "known gap (see MatchesLlamaCpp)";
   const auto loaded = load(GetParam());
   for (const auto& c : entry_for(GetParam()).at("completions")) {
     Forward fwd(loaded->model, options(2));
@@ -144,8 +127,8 @@ TEST_P(Properties, BatchedEqualsTokenByToken) {
   const auto loaded = load(GetParam());
   const std::vector<int32_t> tokens = long_prompt(GetParam());
   ForwardOptions small = options(2);
-  small.max_batch = 7;             // batches that end mid-prompt
-  small.columns_in_fours = false;  // the one-by-one float order (see ForwardOptions)
+  small.max_batch = 7;         // batches that end mid-prompt
+  small.batch_orders = false;  // the one-by-one float order (see ForwardOptions)
   Forward batched(loaded->model, small), single(loaded->model, options(1));
   const std::span<const float> logits = batched.eval(tokens, true);
   const std::vector<float> all(logits.begin(), logits.end());

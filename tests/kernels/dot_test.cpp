@@ -87,9 +87,10 @@ double magnitude(GgmlType type, const uint8_t* w, const std::vector<float>& a) {
   return m;
 }
 
-constexpr Order kOrders[] = {Order::kRows, Order::kBlocks, Order::kBlocksBy4};
+constexpr Order kOrders[] = {Order::kRows, Order::kBlocks, Order::kBlocksBy4, Order::kTinyBlas};
 
-// Every type in every order (the same function but for Q4_K and Q2_K).
+// Every type in every order (the same function but for Q4_K, Q2_K, F16 and
+// BF16).
 std::vector<std::pair<GgmlType, Order>> type_orders() {
   std::vector<std::pair<GgmlType, Order>> out;
   for (GgmlType type : kAllTypes) {
@@ -188,18 +189,46 @@ TEST(Dot, ReferenceEqualsTheDotOfDequantizedRows) {
 }
 
 // llama.cpp's orders differ from one another in the last bits only: the
-// repacked orders of Q4_K and Q2_K are other functions than by rows.
-TEST(Dot, RepackedQ4KAndQ2KHaveOrdersOfTheirOwn) {
+// repacked orders of Q4_K and Q2_K and the tinyBLAS order of F16 and BF16
+// are other functions than by rows; every other type has one order.
+TEST(Dot, SomeTypesHaveOrdersOfTheirOwn) {
   for (GgmlType type : kAllTypes) {
-    const bool own = type == GgmlType::Q4_K || type == GgmlType::Q2_K;
+    const bool repacked = type == GgmlType::Q4_K || type == GgmlType::Q2_K;
+    const bool tinyblas = type == GgmlType::F16 || type == GgmlType::BF16;
     for (Isa isa : {Isa::Reference, detected_isa()}) {
       const DotFn rows = dot_function(type, isa, Order::kRows);
-      EXPECT_EQ(rows != dot_function(type, isa, Order::kBlocks), own) << name_of(type);
-      EXPECT_EQ(rows != dot_function(type, isa, Order::kBlocksBy4), own) << name_of(type);
+      EXPECT_EQ(rows != dot_function(type, isa, Order::kBlocks), repacked) << name_of(type);
+      EXPECT_EQ(rows != dot_function(type, isa, Order::kBlocksBy4), repacked) << name_of(type);
+      EXPECT_EQ(rows != dot_function(type, isa, Order::kTinyBlas), tinyblas) << name_of(type);
     }
-    EXPECT_EQ(repacked_by_llama_cpp(type, 64), own) << name_of(type);
-    EXPECT_FALSE(repacked_by_llama_cpp(type, 60)) << name_of(type);
   }
+}
+
+// A batch splits as llama.cpp's CPU backend splits it (see dot.h).
+TEST(Dot, LlamaCppOrderSplitsABatchAsLlamaCppDoes) {
+  const auto expect = [](GgmlType type, uint64_t rows, size_t n_in, size_t n, size_t lead,
+                         Order lead_order, Order rest_order) {
+    const BatchOrder got = llama_cpp_order(type, rows, n_in, n);
+    EXPECT_EQ(got.lead, lead) << name_of(type) << " " << rows << "x" << n_in << " n=" << n;
+    if (got.lead > 0) {
+      EXPECT_EQ(got.lead_order, lead_order) << name_of(type);
+    }
+    if (got.lead < n) {
+      EXPECT_EQ(got.rest_order, rest_order) << name_of(type);
+    }
+  };
+  // Repacked: whole fours together, the rest alone; never with rows % 8.
+  expect(GgmlType::Q4_K, 64, 256, 10, 8, Order::kBlocksBy4, Order::kBlocks);
+  expect(GgmlType::Q2_K, 64, 256, 3, 0, Order::kBlocksBy4, Order::kBlocks);
+  expect(GgmlType::Q4_K, 60, 256, 10, 0, Order::kRows, Order::kRows);
+  // tinyBLAS: batches of two or more, rows % 4, whole chunks of a row.
+  expect(GgmlType::F16, 64, 48, 2, 2, Order::kTinyBlas, Order::kRows);
+  expect(GgmlType::F16, 64, 48, 1, 0, Order::kRows, Order::kRows);
+  expect(GgmlType::F16, 50259, 64, 7, 0, Order::kRows, Order::kRows);
+  expect(GgmlType::F16, 64, 40, 7, 0, Order::kRows, Order::kRows);
+  expect(GgmlType::BF16, 64, 64, 5, 5, Order::kTinyBlas, Order::kRows);
+  expect(GgmlType::BF16, 64, 48, 5, 0, Order::kRows, Order::kRows);
+  expect(GgmlType::Q8_0, 64, 64, 9, 0, Order::kRows, Order::kRows);
 }
 
 // Every kernel of every instruction set this CPU runs, against the
@@ -214,8 +243,10 @@ TEST(Dot, SimdKernelsMatchTheReference) {
       if (!has_fast_dot(type, isa)) continue;
       const DotFn fast = dot_function(type, isa, order);
       const DotFn ref = dot_function(type, Isa::Reference, order);
-      // The K-quant references are llama.cpp's float order itself: no slack.
-      const bool exact = operand_type(type) == GgmlType::Q8_K;
+      // The K-quant, F16 and BF16 references are llama.cpp's float orders
+      // themselves: no slack.
+      const bool exact =
+          operand_type(type) == GgmlType::Q8_K || type == GgmlType::F16 || type == GgmlType::BF16;
       const size_t block = gguf::traits(type).block_size;
       const size_t step = block == 1 ? 1 : block;
       for (size_t n = step; n <= 1024; n += (n < 64 || block > 1) ? step : 13) {
