@@ -198,13 +198,12 @@ void dot_reference_blocks(size_t n, const void* w, size_t w_stride, size_t nrows
   }
 }
 
-// F16 and BF16 in llama.cpp's orders (dot_float.h): vec_dot's for kRows,
-// tinyBLAS's for kTinyBlas.
+// F32, F16 and BF16 in llama.cpp's orders (dot_float.h): vec_dot's for
+// kRows, tinyBLAS's for kTinyBlas.
 template <GgmlType kType, Order kOrder>
-void dot_reference_half(size_t n, const void* w, size_t w_stride, size_t nrows, const void* a,
-                        size_t a_stride, int ncols, float* out, size_t out_stride) {
-  static_assert(kType == GgmlType::F16 || kType == GgmlType::BF16);
-  constexpr bool kBf16 = kType == GgmlType::BF16;
+void dot_reference_float(size_t n, const void* w, size_t w_stride, size_t nrows, const void* a,
+                         size_t a_stride, int ncols, float* out, size_t out_stride) {
+  static_assert(kType == GgmlType::F32 || kType == GgmlType::F16 || kType == GgmlType::BF16);
   thread_local std::vector<float> wf, af;
   wf.resize(n), af.resize(n * static_cast<size_t>(ncols));
   for (int c = 0; c < ncols; ++c) {
@@ -217,9 +216,11 @@ void dot_reference_half(size_t n, const void* w, size_t w_stride, size_t nrows, 
       const float* y = af.data() + c * n;
       float& o = out[c * out_stride + r];
       if constexpr (kOrder == Order::kTinyBlas) {
-        o = kBf16 ? tinyblas_dot_bf16(x, y, n) : tinyblas_dot_f16(x, y, n);
+        o = kType == GgmlType::BF16 ? tinyblas_dot_bf16(x, y, n) : tinyblas_dot(x, y, n);
+      } else if constexpr (kType == GgmlType::F32) {
+        o = ggml_dot_f32(x, y, n);
       } else {
-        o = kBf16 ? ggml_dot_bf16(x, y, n) : ggml_dot_f16(x, y, n);
+        o = kType == GgmlType::BF16 ? ggml_dot_bf16(x, y, n) : ggml_dot_f16(x, y, n);
       }
     }
   }
@@ -231,9 +232,9 @@ struct TypeEntry {
 };
 
 constexpr TypeEntry kTypes[] = {
-    {GgmlType::F32, GgmlType::F32, dot_reference<GgmlType::F32>},
-    {GgmlType::F16, GgmlType::F16, dot_reference_half<GgmlType::F16, Order::kRows>},
-    {GgmlType::BF16, GgmlType::BF16, dot_reference_half<GgmlType::BF16, Order::kRows>},
+    {GgmlType::F32, GgmlType::F32, dot_reference_float<GgmlType::F32, Order::kRows>},
+    {GgmlType::F16, GgmlType::F16, dot_reference_float<GgmlType::F16, Order::kRows>},
+    {GgmlType::BF16, GgmlType::BF16, dot_reference_float<GgmlType::BF16, Order::kRows>},
     {GgmlType::Q8_0, GgmlType::Q8_0, dot_reference<GgmlType::Q8_0>},
     {GgmlType::Q4_0, GgmlType::Q8_0, dot_reference<GgmlType::Q4_0>},
     {GgmlType::Q4_1, GgmlType::Q8_1, dot_reference<GgmlType::Q4_1>},
@@ -351,9 +352,10 @@ BatchOrder llama_cpp_order(GgmlType weight, uint64_t rows, size_t n_in, size_t n
   if ((weight == GgmlType::Q4_K || weight == GgmlType::Q2_K) && rows % 8 == 0) {
     return {n > 3 ? n - n % 4 : 0, Order::kBlocksBy4, Order::kBlocks};
   }
-  const bool half = weight == GgmlType::F16 || weight == GgmlType::BF16;
-  const size_t chunk = weight == GgmlType::BF16 ? kTinyBlasChunkBF16 : kTinyBlasChunkF16;
-  if (half && n >= 2 && rows % 4 == 0 && n_in % chunk == 0) {
+  const bool floats =
+      weight == GgmlType::F32 || weight == GgmlType::F16 || weight == GgmlType::BF16;
+  const size_t chunk = weight == GgmlType::BF16 ? kTinyBlasChunkBF16 : kTinyBlasChunk;
+  if (floats && n >= 2 && rows % 4 == 0 && n_in % chunk == 0) {
     return {n, Order::kTinyBlas, Order::kRows};
   }
   return {0, Order::kRows, Order::kRows};
@@ -367,7 +369,8 @@ bool has_order(GgmlType weight, Order order) {
     case Order::kRows: return true;
     case Order::kBlocks:
     case Order::kBlocksBy4: return weight == GgmlType::Q4_K || weight == GgmlType::Q2_K;
-    case Order::kTinyBlas: return weight == GgmlType::F16 || weight == GgmlType::BF16;
+    case Order::kTinyBlas:
+      return weight == GgmlType::F32 || weight == GgmlType::F16 || weight == GgmlType::BF16;
   }
   return false;
 }
@@ -388,8 +391,11 @@ DotFn dot_function(GgmlType weight, Isa isa, Order order) {
       return weight == GgmlType::Q4_K ? dot_reference_blocks<GgmlType::Q4_K, Order::kBlocksBy4>
                                       : dot_reference_blocks<GgmlType::Q2_K, Order::kBlocksBy4>;
     case Order::kTinyBlas:
-      return weight == GgmlType::F16 ? dot_reference_half<GgmlType::F16, Order::kTinyBlas>
-                                     : dot_reference_half<GgmlType::BF16, Order::kTinyBlas>;
+      switch (weight) {
+        case GgmlType::F32: return dot_reference_float<GgmlType::F32, Order::kTinyBlas>;
+        case GgmlType::F16: return dot_reference_float<GgmlType::F16, Order::kTinyBlas>;
+        default: return dot_reference_float<GgmlType::BF16, Order::kTinyBlas>;
+      }
   }
   return e->reference;
 }

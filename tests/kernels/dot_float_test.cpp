@@ -82,7 +82,8 @@ TEST(DotFloat, EveryOrderIsCloseToTheExactDot) {
     const double tol = 1e-6 * magnitude;
     EXPECT_NEAR(ggml_dot_f16(x.data(), y.data(), n), exact, tol) << n;
     EXPECT_NEAR(ggml_dot_bf16(x.data(), y.data(), n), exact, tol) << n;
-    EXPECT_NEAR(tinyblas_dot_f16(x.data(), y.data(), n), exact, tol) << n;
+    EXPECT_NEAR(ggml_dot_f32(x.data(), y.data(), n), exact, tol) << n;
+    EXPECT_NEAR(tinyblas_dot(x.data(), y.data(), n), exact, tol) << n;
     EXPECT_NEAR(tinyblas_dot_bf16(x.data(), y.data(), n), exact, tol) << n;
   }
 }

@@ -189,12 +189,12 @@ TEST(Dot, ReferenceEqualsTheDotOfDequantizedRows) {
 }
 
 // llama.cpp's orders differ from one another in the last bits only: the
-// repacked orders of Q4_K and Q2_K and the tinyBLAS order of F16 and BF16
+// repacked orders of Q4_K and Q2_K and the tinyBLAS order of F32, F16 and BF16
 // are other functions than by rows; every other type has one order.
 TEST(Dot, SomeTypesHaveOrdersOfTheirOwn) {
   for (GgmlType type : kAllTypes) {
     const bool repacked = type == GgmlType::Q4_K || type == GgmlType::Q2_K;
-    const bool tinyblas = type == GgmlType::F16 || type == GgmlType::BF16;
+    const bool tinyblas = type == GgmlType::F32 || type == GgmlType::F16 || type == GgmlType::BF16;
     for (Isa isa : {Isa::Reference, detected_isa()}) {
       const DotFn rows = dot_function(type, isa, Order::kRows);
       EXPECT_EQ(rows != dot_function(type, isa, Order::kBlocks), repacked) << name_of(type);
@@ -228,6 +228,7 @@ TEST(Dot, LlamaCppOrderSplitsABatchAsLlamaCppDoes) {
   expect(GgmlType::F16, 64, 40, 7, 0, Order::kRows, Order::kRows);
   expect(GgmlType::BF16, 64, 64, 5, 5, Order::kTinyBlas, Order::kRows);
   expect(GgmlType::BF16, 64, 48, 5, 0, Order::kRows, Order::kRows);
+  expect(GgmlType::F32, 32, 16, 3, 3, Order::kTinyBlas, Order::kRows);
   expect(GgmlType::Q8_0, 64, 64, 9, 0, Order::kRows, Order::kRows);
 }
 
