@@ -198,6 +198,35 @@ void dot_reference_blocks(size_t n, const void* w, size_t w_stride, size_t nrows
   }
 }
 
+// Repacked Q4_0 and IQ4_NL (ggml's gemv and gemm_q4_b32_8x8_q8_0, one
+// order for a column alone and for columns in fours): per block the exact
+// integer dot of the quants, then acc = fma(isum, d_w * d_a, acc).
+template <GgmlType kType>
+void dot_reference_repacked_32(size_t n, const void* w, size_t w_stride, size_t nrows,
+                               const void* a, size_t a_stride, int ncols, float* out,
+                               size_t out_stride) {
+  static_assert(kType == GgmlType::Q4_0 || kType == GgmlType::IQ4_NL);
+  static_assert(sizeof(BlockQ4_0) == sizeof(BlockIQ4_NL));
+  const auto value = [](uint8_t nibble) {
+    return kType == GgmlType::Q4_0 ? nibble - 8 : int{kIQ4Values[nibble]};
+  };
+  for (size_t r = 0; r < nrows; ++r) {
+    for (int c = 0; c < ncols; ++c) {
+      float acc = 0;
+      for (size_t b = 0; b < n / kBlock; ++b) {
+        const auto x = load_block<BlockQ4_0>(static_cast<const char*>(w) + r * w_stride, b);
+        const auto y = load_block<BlockQ8_0>(static_cast<const char*>(a) + c * a_stride, b);
+        int isum = 0;
+        for (int j = 0; j < kBlock / 2; ++j) {
+          isum += value(x.qs[j] & 0x0F) * y.qs[j] + value(x.qs[j] >> 4) * y.qs[j + kBlock / 2];
+        }
+        acc = std::fma(static_cast<float>(isum), f16_to_f32(x.d) * f16_to_f32(y.d), acc);
+      }
+      out[c * out_stride + r] = acc;
+    }
+  }
+}
+
 // F32, F16 and BF16 in llama.cpp's orders (dot_float.h): vec_dot's for
 // kRows, tinyBLAS's for kTinyBlas.
 template <GgmlType kType, Order kOrder>
@@ -348,8 +377,26 @@ void to_operand(GgmlType operand, const float* x, void* dst, size_t n) {
   }
 }
 
+namespace {
+
+// Whether weights of `weight` type have `order`.
+bool has_order(GgmlType weight, Order order) {
+  switch (order) {
+    case Order::kRows: return true;
+    case Order::kBlocks:
+    case Order::kBlocksBy4:
+      return weight == GgmlType::Q4_K || weight == GgmlType::Q2_K || weight == GgmlType::Q4_0 ||
+             weight == GgmlType::IQ4_NL;
+    case Order::kTinyBlas:
+      return weight == GgmlType::F32 || weight == GgmlType::F16 || weight == GgmlType::BF16;
+  }
+  return false;
+}
+
+}  // namespace
+
 BatchOrder llama_cpp_order(GgmlType weight, uint64_t rows, size_t n_in, size_t n) {
-  if ((weight == GgmlType::Q4_K || weight == GgmlType::Q2_K) && rows % 8 == 0) {
+  if (has_order(weight, Order::kBlocks) && rows % 8 == 0) {
     return {n > 3 ? n - n % 4 : 0, Order::kBlocksBy4, Order::kBlocks};
   }
   const bool floats =
@@ -361,22 +408,6 @@ BatchOrder llama_cpp_order(GgmlType weight, uint64_t rows, size_t n_in, size_t n
   return {0, Order::kRows, Order::kRows};
 }
 
-namespace {
-
-// Whether weights of `weight` type have `order`.
-bool has_order(GgmlType weight, Order order) {
-  switch (order) {
-    case Order::kRows: return true;
-    case Order::kBlocks:
-    case Order::kBlocksBy4: return weight == GgmlType::Q4_K || weight == GgmlType::Q2_K;
-    case Order::kTinyBlas:
-      return weight == GgmlType::F32 || weight == GgmlType::F16 || weight == GgmlType::BF16;
-  }
-  return false;
-}
-
-}  // namespace
-
 DotFn dot_function(GgmlType weight, Isa isa, Order order) {
   const TypeEntry* e = find(weight);
   CHECK(e != nullptr);
@@ -385,9 +416,13 @@ DotFn dot_function(GgmlType weight, Isa isa, Order order) {
   switch (order) {
     case Order::kRows: return e->reference;
     case Order::kBlocks:
-      return weight == GgmlType::Q4_K ? dot_reference_blocks<GgmlType::Q4_K, Order::kBlocks>
-                                      : dot_reference_blocks<GgmlType::Q2_K, Order::kBlocks>;
     case Order::kBlocksBy4:
+      if (weight == GgmlType::Q4_0) return dot_reference_repacked_32<GgmlType::Q4_0>;
+      if (weight == GgmlType::IQ4_NL) return dot_reference_repacked_32<GgmlType::IQ4_NL>;
+      if (order == Order::kBlocks) {
+        return weight == GgmlType::Q4_K ? dot_reference_blocks<GgmlType::Q4_K, Order::kBlocks>
+                                        : dot_reference_blocks<GgmlType::Q2_K, Order::kBlocks>;
+      }
       return weight == GgmlType::Q4_K ? dot_reference_blocks<GgmlType::Q4_K, Order::kBlocksBy4>
                                       : dot_reference_blocks<GgmlType::Q2_K, Order::kBlocksBy4>;
     case Order::kTinyBlas:
@@ -398,10 +433,6 @@ DotFn dot_function(GgmlType weight, Isa isa, Order order) {
       }
   }
   return e->reference;
-}
-
-bool has_fast_dot(GgmlType weight, Isa isa) {
-  return fast_dot(weight, isa, Order::kRows) != nullptr;
 }
 
 }  // namespace quip::kernels

@@ -74,20 +74,20 @@ inline constexpr int kMaxCols = 8;
 // quip follows the same choices (dot_k.h and dot_float.h state the orders).
 enum class Order {
   kRows,       // vec_dot
-  kBlocks,     // repacked Q4_K, Q2_K: a column alone (ggml's gemv)
-  kBlocksBy4,  // repacked Q4_K, Q2_K: columns in fours (ggml's gemm)
-  kTinyBlas,   // F16, BF16: a batch of columns (tinyBLAS)
+  kBlocks,     // repacked Q4_K, Q2_K, Q4_0, IQ4_NL: a column alone (ggml's gemv)
+  kBlocksBy4,  // the same, columns in fours (ggml's gemm; for Q4_0 and IQ4_NL
+               // the same order as kBlocks)
+  kTinyBlas,   // F32, F16, BF16: a batch of columns (tinyBLAS)
 };
 
 // How llama.cpp (x86, AVX-512) multiplies a weight of `rows` rows of n_in
 // values by a batch of n activation columns: columns [0, lead) in
 // lead_order and [lead, n) in rest_order.
-//   - Q4_K and Q2_K with rows a multiple of 8 are repacked: the columns of
-//     whole fours (when n > 3) in kBlocksBy4, the last n % 4 in kBlocks.
-//     (It repacks Q4_0 and IQ4_NL too; quip's kernels for those stay within
-//     the shared models' tolerances without that order.)
-//   - F16 and BF16 batches (n >= 2) with rows a multiple of 4 and n_in of
-//     tinyBLAS's chunk (dot_float.h) are kTinyBlas throughout.
+//   - Q4_K, Q2_K, Q4_0 and IQ4_NL with rows a multiple of 8 are repacked:
+//     the columns of whole fours (when n > 3) in kBlocksBy4, the last n % 4
+//     in kBlocks.
+//   - F32, F16 and BF16 batches (n >= 2) with rows a multiple of 4 and n_in
+//     of tinyBLAS's chunk (dot_float.h) are kTinyBlas throughout.
 //   - Everything else is kRows.
 struct BatchOrder {
   size_t lead;
@@ -100,8 +100,5 @@ BatchOrder llama_cpp_order(gguf::GgmlType weight, uint64_t rows, size_t n_in, si
 // no such order).
 // PRECONDITIONS: has_dot(type).
 DotFn dot_function(gguf::GgmlType weight, Isa isa, Order order = Order::kRows);
-
-// Whether `isa` has its own (not the reference) kernel for `type`.
-bool has_fast_dot(gguf::GgmlType weight, Isa isa);
 
 }  // namespace quip::kernels

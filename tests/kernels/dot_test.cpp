@@ -189,11 +189,13 @@ TEST(Dot, ReferenceEqualsTheDotOfDequantizedRows) {
 }
 
 // llama.cpp's orders differ from one another in the last bits only: the
-// repacked orders of Q4_K and Q2_K and the tinyBLAS order of F32, F16 and BF16
+// repacked orders of Q4_K, Q2_K, Q4_0 and IQ4_NL and the tinyBLAS order of
+// F32, F16 and BF16
 // are other functions than by rows; every other type has one order.
 TEST(Dot, SomeTypesHaveOrdersOfTheirOwn) {
   for (GgmlType type : kAllTypes) {
-    const bool repacked = type == GgmlType::Q4_K || type == GgmlType::Q2_K;
+    const bool repacked = type == GgmlType::Q4_K || type == GgmlType::Q2_K ||
+                          type == GgmlType::Q4_0 || type == GgmlType::IQ4_NL;
     const bool tinyblas = type == GgmlType::F32 || type == GgmlType::F16 || type == GgmlType::BF16;
     for (Isa isa : {Isa::Reference, detected_isa()}) {
       const DotFn rows = dot_function(type, isa, Order::kRows);
@@ -221,6 +223,9 @@ TEST(Dot, LlamaCppOrderSplitsABatchAsLlamaCppDoes) {
   expect(GgmlType::Q4_K, 64, 256, 10, 8, Order::kBlocksBy4, Order::kBlocks);
   expect(GgmlType::Q2_K, 64, 256, 3, 0, Order::kBlocksBy4, Order::kBlocks);
   expect(GgmlType::Q4_K, 60, 256, 10, 0, Order::kRows, Order::kRows);
+  expect(GgmlType::Q4_0, 64, 64, 6, 4, Order::kBlocksBy4, Order::kBlocks);
+  expect(GgmlType::IQ4_NL, 32, 64, 1, 0, Order::kBlocksBy4, Order::kBlocks);
+  expect(GgmlType::Q4_0, 36, 64, 6, 0, Order::kRows, Order::kRows);
   // tinyBLAS: batches of two or more, rows % 4, whole chunks of a row.
   expect(GgmlType::F16, 64, 48, 2, 2, Order::kTinyBlas, Order::kRows);
   expect(GgmlType::F16, 64, 48, 1, 0, Order::kRows, Order::kRows);
@@ -241,19 +246,21 @@ TEST(Dot, SimdKernelsMatchTheReference) {
   std::mt19937 rng(2);
   for (Isa isa : isas) {
     for (auto [type, order] : type_orders()) {
-      if (!has_fast_dot(type, isa)) continue;
       const DotFn fast = dot_function(type, isa, order);
       const DotFn ref = dot_function(type, Isa::Reference, order);
-      // The K-quant, F16 and BF16 references are llama.cpp's float orders
-      // themselves: no slack.
-      const bool exact =
-          operand_type(type) == GgmlType::Q8_K || type == GgmlType::F16 || type == GgmlType::BF16;
+      if (fast == ref) continue;  // no kernel of its own for this type and order
+      // The references of the K-quants, the float formats and repacked Q4_0
+      // and IQ4_NL are llama.cpp's float orders themselves: no slack.
+      const bool repacked_32 = (type == GgmlType::Q4_0 || type == GgmlType::IQ4_NL) &&
+                               (order == Order::kBlocks || order == Order::kBlocksBy4);
+      const bool exact = operand_type(type) == GgmlType::Q8_K || type == GgmlType::F32 ||
+                         type == GgmlType::F16 || type == GgmlType::BF16 || repacked_32;
       const size_t block = gguf::traits(type).block_size;
       const size_t step = block == 1 ? 1 : block;
       for (size_t n = step; n <= 1024; n += (n < 64 || block > 1) ? step : 13) {
         const GgmlType op = operand_type(type);
         const size_t misalign = n % 4;  // 0..3 bytes off
-        constexpr size_t kRows = 3;
+        constexpr size_t kRows = 11;  // a whole tile of 8 and a short one
         const size_t w_stride = row_bytes(type, n) + 1;  // every row at another alignment
         std::vector<uint8_t> w(kRows * w_stride + 4);
         for (size_t r = 0; r < kRows; ++r) {
