@@ -71,8 +71,7 @@ int bench_main(const std::vector<std::string>& args, std::ostream& out, std::ost
     return kExitUsage;
   }
   const engine::Hparams& hp = loaded->model.hparams();
-  engine::Forward fwd(loaded->model,
-                      {.n_threads = threads, .isa = *isa, .max_batch = static_cast<size_t>(512)});
+  engine::Forward fwd(loaded->model, {.n_threads = threads, .isa = *isa});
   std::mt19937 rng(42);
   std::uniform_int_distribution<int32_t> any_token(0, static_cast<int32_t>(hp.n_vocab) - 1);
 

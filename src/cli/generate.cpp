@@ -412,7 +412,7 @@ int generate_main(const std::vector<std::string>& args, std::ostream& out, std::
   const int threads = s.threads ? static_cast<int>(*s.threads) : kernels::physical_cores();
   const int64_t n_predict = s.n_predict.value_or(-1);
 
-  engine::Forward fwd(loaded->model, {.n_threads = threads, .isa = *isa, .max_batch = 256});
+  engine::Forward fwd(loaded->model, {.n_threads = threads, .isa = *isa});
   // The longest prefix an earlier call evaluated comes from the cache.
   std::optional<store::PrefixCache> prefix_cache;
   size_t restored = 0;

@@ -37,6 +37,7 @@ Forward::Forward(const Model& model, const ForwardOptions& options)
       hp_(model.hparams()),
       isa_(options.isa),
       attend_(kernels::attend_function(options.isa, model.hparams().head_dim)),
+      attend_tiles_(kernels::attend_tiles_function(options.isa)),
       swiglu_(kernels::swiglu_function(options.isa)),
       max_batch_(std::max<size_t>(1, options.max_batch)),
       batch_orders_(options.batch_orders),
@@ -122,6 +123,9 @@ void Forward::layer(uint32_t il, size_t n, size_t pos0) {
   const auto rotate = [&](float* head, size_t t) {
     ops::rope(head, cos_.data() + t * half, sin_.data() + t * half, hp_.n_rot, m_.arch().rope);
   };
+  // A batch of 64 tokens or more attends as ggml's tiled kernel does, with
+  // the queries in float (kernels::attends_in_tiles).
+  const bool tiles = batch_orders_ && kernels::attends_in_tiles(n, hd);
   uint16_t* k_cache = cache_.k(il);
   uint16_t* v_cache = cache_.v(il);
   pool_->parallel_for(n, [&](size_t begin, size_t end) {
@@ -142,7 +146,9 @@ void Forward::layer(uint32_t il, size_t n, size_t pos0) {
           ops::rms_norm(k + h * hd, lv.k_norm.data(), k + h * hd, hd, hp_.rms_eps);
         rotate(k + h * hd, t);
       }
-      for (size_t i = 0; i < q_dim; ++i) q[i] = kernels::round_f16(q[i]);
+      if (!tiles) {
+        for (size_t i = 0; i < q_dim; ++i) q[i] = kernels::round_f16(q[i]);
+      }
       uint16_t* kc = k_cache + (pos0 + t) * kv_dim;
       uint16_t* vc = v_cache + (pos0 + t) * kv_dim;
       for (size_t i = 0; i < kv_dim; ++i) {
@@ -153,23 +159,38 @@ void Forward::layer(uint32_t il, size_t n, size_t pos0) {
   });
 
   // attention: causal, query t sees positions 0..pos0+t; grouped-query
-  // heads (Ainslie et al. 2023) share KV head h / group. One item is up to
-  // kHeadsPerItem heads of one group for one token: the kernel reads each
-  // key and value row once for all of them.
+  // heads (Ainslie et al. 2023) share KV head h / group.
   const uint32_t group = hp_.n_head / hp_.n_head_kv;
-  constexpr uint32_t kHeadsPerItem = 4;
-  const uint32_t chunks = (group + kHeadsPerItem - 1) / kHeadsPerItem;  // per group
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-  pool_->parallel_for(n * hp_.n_head_kv * chunks, [&](size_t begin, size_t end) {
-    for (size_t item = begin; item < end; ++item) {
-      const size_t t = item / (hp_.n_head_kv * chunks), rest = item % (hp_.n_head_kv * chunks);
-      const size_t kv_head = rest / chunks, first = rest % chunks * kHeadsPerItem;
-      const size_t h = kv_head * group + first;
-      const size_t heads = std::min<size_t>(kHeadsPerItem, group - first);
-      attend_(hd, heads, pos0 + t + 1, q_.data() + t * q_dim + h * hd, k_cache + kv_head * hd,
-              v_cache + kv_head * hd, kv_dim, scale, attn_.data() + t * q_dim + h * hd);
-    }
-  });
+  if (tiles) {
+    // One item: one head's queries of one tile of kAttentionQueryTile tokens.
+    constexpr size_t kRows = kernels::kAttentionQueryTile;
+    const size_t row_tiles = (n + kRows - 1) / kRows;
+    pool_->parallel_for(hp_.n_head * row_tiles, [&](size_t begin, size_t end) {
+      for (size_t item = begin; item < end; ++item) {
+        const size_t h = item / row_tiles, t0 = item % row_tiles * kRows;
+        const size_t kv_head = h / group;
+        attend_tiles_(hd, std::min(kRows, n - t0), pos0 + t0, q_.data() + t0 * q_dim + h * hd,
+                      q_dim, k_cache + kv_head * hd, v_cache + kv_head * hd, kv_dim, scale,
+                      attn_.data() + t0 * q_dim + h * hd, q_dim);
+      }
+    });
+  } else {
+    // One item is up to kHeadsPerItem heads of one group for one token: the
+    // kernel reads each key and value row once for all of them.
+    constexpr uint32_t kHeadsPerItem = 4;
+    const uint32_t chunks = (group + kHeadsPerItem - 1) / kHeadsPerItem;  // per group
+    pool_->parallel_for(n * hp_.n_head_kv * chunks, [&](size_t begin, size_t end) {
+      for (size_t item = begin; item < end; ++item) {
+        const size_t t = item / (hp_.n_head_kv * chunks), rest = item % (hp_.n_head_kv * chunks);
+        const size_t kv_head = rest / chunks, first = rest % chunks * kHeadsPerItem;
+        const size_t h = kv_head * group + first;
+        const size_t heads = std::min<size_t>(kHeadsPerItem, group - first);
+        attend_(hd, heads, pos0 + t + 1, q_.data() + t * q_dim + h * hd, k_cache + kv_head * hd,
+                v_cache + kv_head * hd, kv_dim, scale, attn_.data() + t * q_dim + h * hd);
+      }
+    });
+  }
 
   // output projection, residual
   multiply({{&l.wo, h_.data()}}, attn_.data(), q_dim, n);

@@ -33,11 +33,16 @@ namespace quip::engine {
 struct ForwardOptions {
   int n_threads = 1;
   kernels::Isa isa = kernels::Isa::Reference;
-  size_t max_batch = 256;  // tokens evaluated together: bounds the scratch memory
+  // Tokens evaluated together; bounds the scratch memory. llama.cpp's
+  // default n_ubatch, so that a long prompt splits where llama.cpp splits
+  // it (a batch's float orders depend on its size: kernels::llama_cpp_order,
+  // kernels::attends_in_tiles).
+  size_t max_batch = 512;
   // llama.cpp multiplies some weights of a batch in another float order
-  // than a token alone (kernels::llama_cpp_order), so a batch and the same
-  // tokens one by one differ in the last bits. false: every token in the
-  // one-by-one order (for tests of batching itself).
+  // than a token alone (kernels::llama_cpp_order), and attends in tiles in
+  // a batch of 64 tokens or more (kernels::attends_in_tiles), so a batch and
+  // the same tokens one by one differ in the last bits. false: every token
+  // in the one-by-one orders (for tests of batching itself).
   bool batch_orders = true;
 };
 
@@ -80,6 +85,7 @@ class Forward {
   const Hparams& hp_;
   kernels::Isa isa_;
   kernels::AttendFn attend_;
+  kernels::AttendTilesFn attend_tiles_;
   kernels::SwigluFn swiglu_;
   size_t max_batch_;
   bool batch_orders_;

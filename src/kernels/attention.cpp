@@ -1,5 +1,6 @@
 #include "kernels/attention.h"
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -46,6 +47,56 @@ void attend_reference(size_t head_dim, size_t n_heads, size_t n, const float* q,
   }
 }
 
+// attends_in_tiles's arithmetic, one query at a time.
+void attend_tiles_reference(size_t head_dim, size_t n_q, size_t pos0, const float* q,
+                            size_t q_stride, const uint16_t* k, const uint16_t* v, size_t kv_stride,
+                            float scale, float* out, size_t out_stride) {
+  constexpr size_t kTile = kAttentionKeyTile;
+  thread_local std::vector<float> acc;
+  acc.resize(head_dim);
+  for (size_t i = 0; i < n_q; ++i) {
+    const float* qi = q + i * q_stride;
+    const size_t seen = pos0 + i + 1;
+    std::fill(acc.begin(), acc.end(), 0.0f);
+    float max = -INFINITY, sum = 0;
+    for (size_t tile = 0; tile < seen; tile += kTile) {
+      const size_t m = std::min(kTile, seen - tile);  // the positions of the tile it sees
+      float s[kTile], tile_max = -INFINITY;
+      for (size_t j = 0; j < kTile; ++j) {
+        s[j] = -INFINITY;
+        if (j >= m) continue;
+        const uint16_t* kj = k + (tile + j) * kv_stride;
+        float dot = 0;
+        for (size_t d = 0; d < head_dim; ++d) dot = std::fma(qi[d], f16_to_f32(kj[d]), dot);
+        s[j] = dot * scale;
+        tile_max = std::max(tile_max, s[j]);
+      }
+      const float new_max = std::max(max, tile_max);
+      if (new_max > max) {
+        const float rescale = std::exp(max - new_max);
+        for (float& a : acc) a *= rescale;
+        sum *= rescale;
+      }
+      max = new_max;
+      float e[kTile];
+      for (size_t j = 0; j < kTile; ++j) e[j] = ggml_expf(s[j] - max);
+      double tile_sum = 0;
+      for (size_t c = 0; c < kTile; c += 16) {
+        float lanes[16];
+        std::copy(e + c, e + c + 16, lanes);
+        tile_sum += reduce_add_16(lanes);
+      }
+      sum = static_cast<float>(sum + tile_sum);
+      for (size_t j = 0; j < m; ++j) {
+        const uint16_t* vj = v + (tile + j) * kv_stride;
+        for (size_t d = 0; d < head_dim; ++d) acc[d] = std::fma(e[j], f16_to_f32(vj[d]), acc[d]);
+      }
+    }
+    const float inv = sum == 0 ? 0.0f : 1.0f / sum;
+    for (size_t d = 0; d < head_dim; ++d) out[i * out_stride + d] = acc[d] * inv;
+  }
+}
+
 void swiglu_reference(const float* gate, const float* up, float* out, size_t n) {
   for (size_t i = 0; i < n; ++i) out[i] = ggml_silu(gate[i]) * up[i];
 }
@@ -57,6 +108,13 @@ SwigluFn swiglu_function(Isa isa) {
   if (isa == Isa::Avx2) fast = avx2::swiglu_function();
   if (isa == Isa::Avx512) fast = avx512::swiglu_function();
   return fast != nullptr ? fast : swiglu_reference;
+}
+
+AttendTilesFn attend_tiles_function(Isa isa) {
+  AttendTilesFn fast = nullptr;
+  if (isa == Isa::Avx2) fast = avx2::attend_tiles_function();
+  if (isa == Isa::Avx512) fast = avx512::attend_tiles_function();
+  return fast != nullptr ? fast : attend_tiles_reference;
 }
 
 AttendFn attend_function(Isa isa, size_t head_dim) {

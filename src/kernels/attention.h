@@ -31,4 +31,32 @@ using AttendFn = void (*)(size_t head_dim, size_t n_heads, size_t n, const float
 // that instruction set has none for this size).
 AttendFn attend_function(Isa isa, size_t head_dim);
 
+// A batch of 64 query rows or more takes another path through ggml
+// (ggml_compute_forward_flash_attn_ext_tiled, when head_dim is a multiple
+// of 16): the queries stay in float, and the keys go in tiles of
+// kAttentionKeyTile positions. For each tile a query sees any of: the
+// scores s_j = (q . k_j as one fma chain) * scale; the tile's maximum and,
+// when it is a new maximum M, the accumulator and the sum rescaled by
+// expf(M_old - M); weights e_j = ggml_expf(s_j - M) (activation.h); the sum
+// plus, in double, each 16 weights' reduce_add_16; and the accumulator
+// acc[d] = fma(e_j, v_j[d], acc[d]) for j in order, in float. The output
+// is acc * (1 / sum).
+inline constexpr size_t kAttentionQueryTile = 64;  // GGML_FA_TILE_Q
+inline constexpr size_t kAttentionKeyTile = 64;    // GGML_FA_TILE_KV
+
+inline bool attends_in_tiles(size_t n_queries, size_t head_dim) {
+  return n_queries >= kAttentionQueryTile && head_dim % 16 == 0;
+}
+
+// One query head for n_q queries: query i (head_dim floats at q + i *
+// q_stride) is at position pos0 + i and sees positions 0..pos0 + i, whose
+// key and value rows start at k + p * kv_stride and v + p * kv_stride; its
+// output goes to out + i * out_stride.
+// PRECONDITIONS: attends_in_tiles(n_q, head_dim).
+using AttendTilesFn = void (*)(size_t head_dim, size_t n_q, size_t pos0, const float* q,
+                               size_t q_stride, const uint16_t* k, const uint16_t* v,
+                               size_t kv_stride, float scale, float* out, size_t out_stride);
+
+AttendTilesFn attend_tiles_function(Isa isa);
+
 }  // namespace quip::kernels

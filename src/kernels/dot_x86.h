@@ -11,11 +11,13 @@ namespace quip::kernels {
 namespace avx2 {
 DotFn dot_function(gguf::GgmlType weight, Order order);
 AttendFn attend_function(size_t head_dim);
+AttendTilesFn attend_tiles_function();
 SwigluFn swiglu_function();
 }  // namespace avx2
 namespace avx512 {
 DotFn dot_function(gguf::GgmlType weight, Order order);
 AttendFn attend_function(size_t head_dim);
+AttendTilesFn attend_tiles_function();
 SwigluFn swiglu_function();
 }  // namespace avx512
 }  // namespace quip::kernels

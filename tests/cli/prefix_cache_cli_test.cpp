@@ -39,9 +39,8 @@ class PrefixCacheCli : public ::testing::Test {
  protected:
   RunOptions options() const {
     RunOptions o;
-    o.env = {{"QUIP_HOME", home_.path().string()},
-             {"QUIP_SESSION", "cache-test"},
-             {"QUIP_CONFIG", ""}};
+    o.env = {
+        {"QUIP_HOME", home_.path().string()}, {"QUIP_SESSION", "cache-test"}, {"QUIP_CONFIG", ""}};
     return o;
   }
 
@@ -73,26 +72,37 @@ size_t evaluated(const nlohmann::json& j) {
   return j.at("usage").at("evaluated_tokens");
 }
 
-// Same tokens, and log-probabilities within 1e-4, step by step.
-void expect_same_answer(const nlohmann::json& a, const nlohmann::json& b) {
+// Same tokens, and log-probabilities within `tol`, step by step: each
+// token of one top list in the other with its log-probability within tol,
+// or missing from it only where it would rank below the other's last.
+void expect_same_answer(const nlohmann::json& a, const nlohmann::json& b, double tol = 1e-4) {
   EXPECT_EQ(a.at("tokens"), b.at("tokens"));
   const auto& sa = a.at("steps");
   const auto& sb = b.at("steps");
   ASSERT_EQ(sa.size(), sb.size());
   for (size_t i = 0; i < sa.size(); ++i) {
-    ASSERT_EQ(sa[i].at("top").size(), sb[i].at("top").size());
-    for (size_t k = 0; k < sa[i].at("top").size(); ++k) {
-      EXPECT_EQ(sa[i]["top"][k][0], sb[i]["top"][k][0]) << "step " << i;
-      EXPECT_NEAR(sa[i]["top"][k][1].get<double>(), sb[i]["top"][k][1].get<double>(), 1e-4)
-          << "step " << i;
+    const auto& ta = sa[i].at("top");
+    const auto& tb = sb[i].at("top");
+    ASSERT_EQ(ta.size(), tb.size());
+    ASSERT_FALSE(tb.empty());
+    const double b_last = tb.back()[1].get<double>();
+    for (const auto& entry : ta) {
+      const auto match = std::find_if(tb.begin(), tb.end(),
+                                      [&](const auto& other) { return other[0] == entry[0]; });
+      if (match == tb.end()) {
+        EXPECT_LE(entry[1].get<double>(), b_last + tol) << "step " << i << " id " << entry[0];
+      } else {
+        EXPECT_NEAR(entry[1].get<double>(), (*match)[1].get<double>(), tol)
+            << "step " << i << " id " << entry[0];
+      }
     }
   }
 }
 
 TEST_F(PrefixCacheCli, SecondIdenticalRawCallEvaluatesAtMostOneToken) {
   QUIP_REQUIRE_SHARED();
-  const std::vector<std::string> args = {"--raw", "-m", model_path(kRawModel), "-n", "8",
-                                         "--logprobs", "4", kStory};
+  const std::vector<std::string> args = {
+      "--raw", "-m", model_path(kRawModel), "-n", "8", "--logprobs", "4", kStory};
   const nlohmann::json first = run_json(args);
   EXPECT_EQ(first.at("usage").at("cached_tokens"), 0);
   EXPECT_EQ(evaluated(first), first.at("prompt_tokens").size());
@@ -113,12 +123,19 @@ TEST_F(PrefixCacheCli, ContinuingEvaluatesOnlyTheNewTurn) {
   EXPECT_GE(evaluated(t2), new_turn);
   EXPECT_LE(evaluated(t2), new_turn + 1);
 
-  const nlohmann::json uncached = run_json({"--cid", std::to_string(t1.at("conversation").get<int>()) + "@1",
-                                            "-n", "12", "--logprobs", "4", "--no-cache",
-                                            "And then what happened?"});
+  const nlohmann::json uncached =
+      run_json({"--cid", std::to_string(t1.at("conversation").get<int>()) + "@1", "-n", "12",
+                "--logprobs", "4", "--no-cache", "And then what happened?"});
   EXPECT_EQ(uncached.at("prompt_tokens"), t2.at("prompt_tokens"));
   EXPECT_EQ(evaluated(uncached), uncached.at("prompt_tokens").size());
-  expect_same_answer(t2, uncached);
+  // The uncached call evaluates in one batch of 64 tokens or more what the
+  // cached one evaluated in three parts, the first answer token by token.
+  // llama.cpp computes such a batch in other float orders (tiled attention
+  // with float queries, tinyBLAS for F16 weights), which this sensitive
+  // tiny F16 model turns into differences of up to 0.015: compare within
+  // the tolerance of ../shared/README.md for F16 models. (A wrongly restored
+  // cache is off by far more.)
+  expect_same_answer(t2, uncached, 0.02);
 }
 
 // A new conversation with the same system prompt and another question
@@ -129,9 +146,9 @@ TEST_F(PrefixCacheCli, SameSystemPromptAnotherQuestion) {
   const std::string system = "You are a careful assistant who answers in one line.";
   const nlohmann::json first =
       run_json({"-m", model_path(kChatModel), "-n", "4", "--system", system, "What is 1+1?"});
-  const std::vector<std::string> second_args = {"-m", model_path(kChatModel), "-n", "6",
-                                                "--logprobs", "4", "--system", system,
-                                                "And what is 2+2, then?"};
+  const std::vector<std::string> second_args = {
+      "-m",   model_path(kChatModel),  "-n", "6", "--logprobs", "4", "--system",
+      system, "And what is 2+2, then?"};
   const nlohmann::json second = run_json(second_args);
   // Independently: where the two prompts' tokens part.
   const std::vector<int32_t> a = first.at("prompt_tokens"), b = second.at("prompt_tokens");
@@ -162,7 +179,7 @@ TEST_F(PrefixCacheCli, NoCacheBypassesIt) {
 // file gone; never a crash.
 TEST_F(PrefixCacheCli, BrokenFilesNeverChangeAnAnswer) {
   QUIP_REQUIRE_SHARED();
-  const std::vector<std::string> args = {"--raw",      "-m", model_path(kRawModel), "-n", "6",
+  const std::vector<std::string> args = {"--raw",      "-m", model_path(kRawModel), "-n",  "6",
                                          "--logprobs", "4",  "--no-cache",          kStory};
   const nlohmann::json expected = run_json(args);
   std::vector<std::string> cached_args = args;
@@ -209,8 +226,8 @@ TEST_F(PrefixCacheCli, BrokenFilesNeverChangeAnAnswer) {
 TEST_F(PrefixCacheCli, FilesSwappedBetweenModelsAreRefused) {
   QUIP_REQUIRE_SHARED();
   const auto args_for = [&](const char* model) {
-    return std::vector<std::string>{"--raw", "-m", model_path(model), "-n", "6",
-                                    "--logprobs", "4", kStory};
+    return std::vector<std::string>{"--raw", "-m",  model_path(model), "-n", "6", "--logprobs",
+                                    "4",     kStory};
   };
   auto no_cache = args_for(kRawModel);
   no_cache.push_back("--no-cache");
@@ -267,8 +284,8 @@ TEST_F(PrefixCacheCli, ConcurrentCallsSharingAPrefix) {
       testing::run_command({"/bin/sh", (home_.path() / "eight.sh").string()}, options());
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(r.err, "");
-  const std::vector<std::string> args = {"--raw", "-m", model_path(kRawModel), "-n", "4",
-                                         std::string(kStory) + " Part 1.", "--json"};
+  const std::vector<std::string> args = {
+      "--raw", "-m", model_path(kRawModel), "-n", "4", std::string(kStory) + " Part 1.", "--json"};
   const RunResult again = run(args);
   ASSERT_EQ(again.status, kExitOk);
   EXPECT_EQ(again.err, "");

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -94,6 +95,76 @@ TEST(Attention, SimdKernelsEqualTheReferenceBitForBit) {
       }
     }
   }
+}
+
+// The tiled path (a batch of 64 queries or more) against a direct causal
+// softmax in double: query i sees positions 0..pos0 + i.
+TEST(Attention, TiledReferenceIsTheCausalSoftmaxWeightedSumOfValues) {
+  std::mt19937 rng(8);
+  const size_t hd = 32, pos0 = 70, n_q = 80, n = pos0 + n_q;
+  const std::vector<uint16_t> k = random_halves(hd * n, rng), v = random_halves(hd * n, rng);
+  std::vector<float> q(n_q * hd), out(n_q * hd);
+  for (float& x : q) x = std::uniform_real_distribution<float>(-1, 1)(rng);
+  const float scale = 0.3f;
+  ASSERT_TRUE(attends_in_tiles(n_q, hd));
+  attend_tiles_function(Isa::Reference)(hd, n_q, pos0, q.data(), hd, k.data(), v.data(), hd, scale,
+                                        out.data(), hd);
+  for (size_t i = 0; i < n_q; ++i) {
+    const size_t seen = pos0 + i + 1;
+    std::vector<double> w(seen);
+    double max = -1e300, total = 0;
+    for (size_t p = 0; p < seen; ++p) {
+      double s = 0;
+      for (size_t d = 0; d < hd; ++d) s += double{q[i * hd + d]} * f16_to_f32(k[p * hd + d]);
+      w[p] = s * scale;
+      max = std::max(max, w[p]);
+    }
+    for (double& x : w) total += (x = std::exp(x - max));
+    for (size_t d = 0; d < hd; ++d) {
+      double want = 0;
+      for (size_t p = 0; p < seen; ++p) want += w[p] / total * f16_to_f32(v[p * hd + d]);
+      ASSERT_NEAR(out[i * hd + d], want, 1e-5) << "query " << i << " d " << d;
+    }
+  }
+}
+
+// Every SIMD tiled kernel against the reference, bit for bit, for head
+// sizes, batch sizes and starting positions that end inside and on tiles.
+TEST(Attention, SimdTiledKernelsEqualTheReferenceBitForBit) {
+  const std::vector<Isa> isas = testing::simd_isas();
+  if (isas.empty()) GTEST_SKIP() << "this CPU has no SIMD kernels";
+  std::mt19937 rng(9);
+  for (size_t hd : {size_t{16}, size_t{64}, size_t{128}}) {
+    for (size_t n_q : {size_t{64}, size_t{100}}) {
+      for (size_t pos0 : {size_t{0}, size_t{37}, size_t{128}}) {
+        const size_t n = pos0 + n_q, stride = hd + 16;  // rows with a gap between them
+        const std::vector<uint16_t> k = random_halves(stride * n, rng);
+        const std::vector<uint16_t> v = random_halves(stride * n, rng);
+        std::vector<float> q(n_q * stride), want(n_q * stride), got(n_q * stride);
+        for (float& x : q) x = std::uniform_real_distribution<float>(-2, 2)(rng);
+        const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+        attend_tiles_function(Isa::Reference)(hd, n_q, pos0, q.data(), stride, k.data(), v.data(),
+                                              stride, scale, want.data(), stride);
+        for (Isa isa : isas) {
+          attend_tiles_function(isa)(hd, n_q, pos0, q.data(), stride, k.data(), v.data(), stride,
+                                     scale, got.data(), stride);
+          for (size_t i = 0; i < n_q; ++i) {
+            ASSERT_EQ(std::memcmp(want.data() + i * stride, got.data() + i * stride, hd * 4), 0)
+                << isa_name(isa) << " hd " << hd << " n_q " << n_q << " pos0 " << pos0 << " query "
+                << i;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(Attention, BatchesOf64QueriesOrMoreWithHeadsOf16nAttendInTiles) {
+  EXPECT_TRUE(attends_in_tiles(64, 64));
+  EXPECT_TRUE(attends_in_tiles(512, 16));
+  EXPECT_FALSE(attends_in_tiles(63, 64));
+  EXPECT_FALSE(attends_in_tiles(64, 8));
+  EXPECT_FALSE(attends_in_tiles(100, 40));
 }
 
 }  // namespace
