@@ -399,10 +399,8 @@ BatchOrder llama_cpp_order(GgmlType weight, uint64_t rows, size_t n_in, size_t n
   if (has_order(weight, Order::kBlocks) && rows % 8 == 0) {
     return {n > 3 ? n - n % 4 : 0, Order::kBlocksBy4, Order::kBlocks};
   }
-  const bool floats =
-      weight == GgmlType::F32 || weight == GgmlType::F16 || weight == GgmlType::BF16;
   const size_t chunk = weight == GgmlType::BF16 ? kTinyBlasChunkBF16 : kTinyBlasChunk;
-  if (floats && n >= 2 && rows % 4 == 0 && n_in % chunk == 0) {
+  if (has_order(weight, Order::kTinyBlas) && n >= 2 && rows % 4 == 0 && n_in % chunk == 0) {
     return {n, Order::kTinyBlas, Order::kRows};
   }
   return {0, Order::kRows, Order::kRows};
