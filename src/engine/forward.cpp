@@ -40,7 +40,7 @@ Forward::Forward(const Model& model, const ForwardOptions& options)
       attend_tiles_(kernels::attend_tiles_function(options.isa)),
       swiglu_(kernels::swiglu_function(options.isa)),
       max_batch_(std::max<size_t>(1, options.max_batch)),
-      batch_orders_(options.batch_orders),
+      llama_cpp_orders_(options.llama_cpp_orders),
       pool_(std::make_unique<kernels::ThreadPool>(std::max(1, options.n_threads))),
       output_norm_(vec(model.output_norm())),
       freq_factors_(vec(model.rope_freqs())),
@@ -125,7 +125,7 @@ void Forward::layer(uint32_t il, size_t n, size_t pos0) {
   };
   // A batch of 64 tokens or more attends as ggml's tiled kernel does, with
   // the queries in float (kernels::attends_in_tiles).
-  const bool tiles = batch_orders_ && kernels::attends_in_tiles(n, hd);
+  const bool tiles = llama_cpp_orders_ && kernels::attends_in_tiles(n, hd);
   uint16_t* k_cache = cache_.k(il);
   uint16_t* v_cache = cache_.v(il);
   pool_->parallel_for(n, [&](size_t begin, size_t end) {
@@ -180,14 +180,39 @@ void Forward::layer(uint32_t il, size_t n, size_t pos0) {
     // kernel reads each key and value row once for all of them.
     constexpr uint32_t kHeadsPerItem = 4;
     const uint32_t chunks = (group + kHeadsPerItem - 1) / kHeadsPerItem;  // per group
+    // A token decoded alone over a long cache: in ggml's chunks, merged.
+    const size_t split = llama_cpp_orders_ && n == 1 ? kernels::split_attention_chunk(pos0 + 1) : 0;
     pool_->parallel_for(n * hp_.n_head_kv * chunks, [&](size_t begin, size_t end) {
       for (size_t item = begin; item < end; ++item) {
         const size_t t = item / (hp_.n_head_kv * chunks), rest = item % (hp_.n_head_kv * chunks);
         const size_t kv_head = rest / chunks, first = rest % chunks * kHeadsPerItem;
         const size_t h = kv_head * group + first;
         const size_t heads = std::min<size_t>(kHeadsPerItem, group - first);
-        attend_(hd, heads, pos0 + t + 1, q_.data() + t * q_dim + h * hd, k_cache + kv_head * hd,
-                v_cache + kv_head * hd, kv_dim, scale, attn_.data() + t * q_dim + h * hd);
+        const float* q = q_.data() + t * q_dim + h * hd;
+        const uint16_t* k = k_cache + kv_head * hd;
+        const uint16_t* v = v_cache + kv_head * hd;
+        float* out = attn_.data() + t * q_dim + h * hd;
+        if (split == 0) {
+          attend_(hd, heads, pos0 + t + 1, q, k, v, kv_dim, scale, out, nullptr);
+          continue;
+        }
+        constexpr size_t kChunks = kernels::kSplitAttentionChunks;
+        thread_local std::vector<float> accs, partials, head_accs, head_partials;
+        accs.resize(kChunks * heads * hd), partials.assign(kChunks * heads * 2, 0.0f);
+        for (size_t c = 0; c < kChunks && c * split < pos0 + 1; ++c) {
+          const size_t from = c * split, to = std::min((c + 1) * split, pos0 + 1);
+          attend_(hd, heads, to - from, q, k + from * kv_dim, v + from * kv_dim, kv_dim, scale,
+                  accs.data() + c * heads * hd, partials.data() + c * heads * 2);
+        }
+        head_accs.resize(kChunks * hd), head_partials.resize(kChunks * 2);
+        for (size_t g = 0; g < heads; ++g) {
+          for (size_t c = 0; c < kChunks; ++c) {
+            std::copy_n(accs.data() + (c * heads + g) * hd, hd, head_accs.data() + c * hd);
+            std::copy_n(partials.data() + (c * heads + g) * 2, 2, head_partials.data() + c * 2);
+          }
+          kernels::merge_attention_chunks(hd, kChunks, head_partials.data(), head_accs.data(),
+                                          out + g * hd);
+        }
       }
     });
   }
@@ -265,9 +290,9 @@ void Forward::multiply(std::initializer_list<Product> products, const float* in,
         // llama.cpp's float orders for this weight and batch. (A tied
         // output is repacked too: llama.cpp loads it a second time, as a
         // weight of the output layer.)
-        // Without batch orders, every column as a token alone (lead 0).
+        // Without llama.cpp's orders, every column as a token alone (lead 0).
         const kernels::BatchOrder order =
-            kernels::llama_cpp_order(type, p.w->n_out, n_in, batch_orders_ ? n : 1);
+            kernels::llama_cpp_order(type, p.w->n_out, n_in, llama_cpp_orders_ ? n : 1);
         const kernels::DotFn lead_dot = kernels::dot_function(type, isa_, order.lead_order);
         const kernels::DotFn rest_dot = kernels::dot_function(type, isa_, order.rest_order);
         const size_t lead = order.lead;

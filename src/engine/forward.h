@@ -38,12 +38,15 @@ struct ForwardOptions {
   // it (a batch's float orders depend on its size: kernels::llama_cpp_order,
   // kernels::attends_in_tiles).
   size_t max_batch = 512;
-  // llama.cpp multiplies some weights of a batch in another float order
-  // than a token alone (kernels::llama_cpp_order), and attends in tiles in
-  // a batch of 64 tokens or more (kernels::attends_in_tiles), so a batch and
-  // the same tokens one by one differ in the last bits. false: every token
-  // in the one-by-one orders (for tests of batching itself).
-  bool batch_orders = true;
+  // llama.cpp's float orders depend on the batch and the cache: it
+  // multiplies some weights of a batch in another order than a token alone
+  // (kernels::llama_cpp_order), attends in tiles in a batch of 64 tokens or
+  // more (kernels::attends_in_tiles), and splits a lone token's attention
+  // over a long cache (kernels::split_attention_chunk). So a batch and the
+  // same tokens one by one differ in the last bits. false: every token in
+  // one order, a token's alone over a short cache (for tests of batching
+  // itself).
+  bool llama_cpp_orders = true;
 };
 
 class Forward {
@@ -88,7 +91,7 @@ class Forward {
   kernels::AttendTilesFn attend_tiles_;
   kernels::SwigluFn swiglu_;
   size_t max_batch_;
-  bool batch_orders_;
+  bool llama_cpp_orders_;
   std::unique_ptr<kernels::ThreadPool> pool_;
   std::vector<LayerVectors> layers_;
   std::vector<float> output_norm_, freq_factors_;

@@ -259,7 +259,6 @@ float dot_q8_0_q5_0(gguf::GgmlType type, const uint8_t* row, std::span<const flo
   return hsum_float_8(acc);
 }
 
-
 // y = W x: y[j] = dot(row j of W, x).
 std::vector<float> matvec(const Weight& w, std::span<const float> x_in) {
   CHECK(x_in.size() == w.n_in);
@@ -402,7 +401,7 @@ std::span<const float> ReferenceForward::step(int32_t token) {
     for (uint32_t hh = 0; hh < hp.n_head; ++hh) {
       const size_t kv_off = size_t{hh / group} * hd;
       attend(hd, 1, n_pos, q.data() + hh * hd, k_cache_[il].data() + kv_off,
-             v_cache_[il].data() + kv_off, kv_dim, scale, attn.data() + hh * hd);
+             v_cache_[il].data() + kv_off, kv_dim, scale, attn.data() + hh * hd, nullptr);
     }
     add(x, matvec(l.wo, attn));
 

@@ -13,7 +13,7 @@ namespace quip::kernels {
 namespace {
 
 void attend_one(size_t head_dim, size_t n, const float* q, const uint16_t* k, const uint16_t* v,
-                size_t stride, float scale, float* out) {
+                size_t stride, float scale, float* out, float* partial) {
   thread_local std::vector<float> acc, key;  // acc: values of half precision
   acc.assign(head_dim, 0.0f);
   key.resize(head_dim);
@@ -36,14 +36,20 @@ void attend_one(size_t head_dim, size_t n, const float* q, const uint16_t* k, co
     }
     sum = std::fma(sum, old_scale, weight);  // ggml's S*ms + vs, contracted
   }
+  if (partial != nullptr) {  // the chunk's state, for merge_attention_chunks
+    partial[0] = max, partial[1] = sum;
+    std::copy(acc.begin(), acc.end(), out);
+    return;
+  }
   const float inv = 1.0f / sum;  // ggml scales by 1 / sum
   for (size_t d = 0; d < head_dim; ++d) out[d] = acc[d] * inv;
 }
 
 void attend_reference(size_t head_dim, size_t n_heads, size_t n, const float* q, const uint16_t* k,
-                      const uint16_t* v, size_t stride, float scale, float* out) {
+                      const uint16_t* v, size_t stride, float scale, float* out, float* partial) {
   for (size_t h = 0; h < n_heads; ++h) {
-    attend_one(head_dim, n, q + h * head_dim, k, v, stride, scale, out + h * head_dim);
+    attend_one(head_dim, n, q + h * head_dim, k, v, stride, scale, out + h * head_dim,
+               partial != nullptr ? partial + 2 * h : nullptr);
   }
 }
 
@@ -102,6 +108,27 @@ void swiglu_reference(const float* gate, const float* up, float* out, size_t n) 
 }
 
 }  // namespace
+
+void merge_attention_chunks(size_t head_dim, size_t n_chunks, const float* partials,
+                            const float* accs, float* out) {
+  float max = -INFINITY, sum = 0;
+  std::fill(out, out + head_dim, 0.0f);
+  for (size_t c = 0; c < n_chunks; ++c) {
+    const float chunk_max = partials[2 * c], chunk_sum = partials[2 * c + 1];
+    if (chunk_sum == 0) continue;
+    const float new_max = std::fmax(max, chunk_max);
+    const float scale_old = std::exp(max - new_max), scale_new = std::exp(chunk_max - new_max);
+    const float* acc = accs + c * head_dim;
+    // ggml's a * scale_old + b * scale_new, contracted by GCC as below.
+    for (size_t d = 0; d < head_dim; ++d) out[d] = std::fma(out[d], scale_old, acc[d] * scale_new);
+    sum = std::fma(sum, scale_old, chunk_sum * scale_new);
+    max = new_max;
+  }
+  if (sum != 0) {
+    const float inv = 1.0f / sum;
+    for (size_t d = 0; d < head_dim; ++d) out[d] *= inv;
+  }
+}
 
 SwigluFn swiglu_function(Isa isa) {
   SwigluFn fast = nullptr;

@@ -8,6 +8,7 @@
 // outputs, so the rounding is part of the contract.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -21,15 +22,40 @@ namespace quip::kernels {
 // whose key and value rows (head_dim halves each) start at k + p * stride
 // and v + p * stride; q and out hold the heads one after another, head_dim
 // floats each (the query heads of one grouped-query group).
+// With `partial` (2 floats per head), each head's running maximum and sum
+// go there and `out` gets its accumulator as it stands, not yet divided by
+// the sum: one chunk of a split attention (merge_attention_chunks).
 // PRECONDITIONS: n >= 1; q holds half-representable values (the query as
 // ggml converts it to the cache's type).
 using AttendFn = void (*)(size_t head_dim, size_t n_heads, size_t n, const float* q,
                           const uint16_t* k, const uint16_t* v, size_t stride, float scale,
-                          float* out);
+                          float* out, float* partial);
 
 // The attention kernel of `isa` for heads of head_dim (the reference where
 // that instruction set has none for this size).
 AttendFn attend_function(Isa isa, size_t head_dim);
+
+// A single query (decoding) over a long cache takes a third path: ggml
+// splits the positions into as many chunks as it has threads, attends each
+// as above, and merges the chunks (ggml_flash_attn_ext_reduce_partials)
+// when the cache length llama.cpp passes it, the positions in use rounded
+// up to a multiple of 256 (at least 256), is 512 or more. The chunks are
+// that length divided by the thread count; quip takes the 2 threads of
+// llama.cpp's reference outputs, whatever its own thread count.
+inline constexpr size_t kSplitAttentionChunks = 2;
+
+// The chunk length for `used` positions, or 0 where ggml does not split.
+inline size_t split_attention_chunk(size_t used) {
+  const size_t length = std::max<size_t>(256, (used + 255) / 256 * 256);
+  return length >= 512 ? (length + kSplitAttentionChunks - 1) / kSplitAttentionChunks : 0;
+}
+
+// out = the merge of n_chunks chunks of one head (partials: maximum and sum
+// of each; accs: head_dim floats each), in order: skipping empty chunks,
+// out = fma(out, expf(M - M'), acc * expf(M_c - M')), the sum likewise,
+// then out * (1 / sum).
+void merge_attention_chunks(size_t head_dim, size_t n_chunks, const float* partials,
+                            const float* accs, float* out);
 
 // A batch of 64 query rows or more takes another path through ggml
 // (ggml_compute_forward_flash_attn_ext_tiled, when head_dim is a multiple

@@ -127,9 +127,11 @@ TEST_P(Properties, BatchedEqualsTokenByToken) {
   const auto loaded = load(GetParam());
   const std::vector<int32_t> tokens = long_prompt(GetParam());
   ForwardOptions small = options(2);
-  small.max_batch = 7;         // batches that end mid-prompt
-  small.batch_orders = false;  // the one-by-one float order (see ForwardOptions)
-  Forward batched(loaded->model, small), single(loaded->model, options(1));
+  small.max_batch = 7;             // batches that end mid-prompt
+  small.llama_cpp_orders = false;  // one float order for every token (see ForwardOptions)
+  ForwardOptions alone = options(1);
+  alone.llama_cpp_orders = false;
+  Forward batched(loaded->model, small), single(loaded->model, alone);
   const std::span<const float> logits = batched.eval(tokens, true);
   const std::vector<float> all(logits.begin(), logits.end());
   const size_t n_vocab = loaded->model.hparams().n_vocab;

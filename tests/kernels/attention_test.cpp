@@ -54,8 +54,8 @@ TEST(Attention, ReferenceIsTheSoftmaxWeightedSumOfValues) {
   for (float& x : q) x = f16_to_f32(f32_to_f16(std::uniform_real_distribution<float>(-1, 1)(rng)));
   std::vector<float> out(hd);
   const float scale = 0.3f;
-  attend_function(Isa::Reference, hd)(hd, 1, n, q.data(), k.data(), v.data(), hd, scale,
-                                      out.data());
+  attend_function(Isa::Reference, hd)(hd, 1, n, q.data(), k.data(), v.data(), hd, scale, out.data(),
+                                      nullptr);
   const std::vector<double> want = exact_attention(q.data(), hd, n, k, v, scale);
   for (size_t d = 0; d < hd; ++d) {
     EXPECT_NEAR(out[d], want[d], 4e-3) << d;  // the accumulator is half precision
@@ -77,17 +77,26 @@ TEST(Attention, SimdKernelsEqualTheReferenceBitForBit) {
         std::vector<float> q(hd * heads);
         for (float& x : q)
           x = f16_to_f32(f32_to_f16(std::uniform_real_distribution<float>(-2, 2)(rng)));
-        std::vector<float> want(hd * heads);
+        // Whole (normalized) and as a chunk (accumulator, maximum and sum).
+        std::vector<float> want(hd * heads), want_chunk(hd * heads), want_partial(2 * heads);
         for (size_t h = 0; h < heads; ++h) {
-          attend_function(Isa::Reference, hd)(hd, 1, n, q.data() + h * hd, k.data(), v.data(),
-                                              stride, 0.125f, want.data() + h * hd);
+          const AttendFn ref = attend_function(Isa::Reference, hd);
+          ref(hd, 1, n, q.data() + h * hd, k.data(), v.data(), stride, 0.125f, want.data() + h * hd,
+              nullptr);
+          ref(hd, 1, n, q.data() + h * hd, k.data(), v.data(), stride, 0.125f,
+              want_chunk.data() + h * hd, want_partial.data() + 2 * h);
         }
         for (Isa isa : isas) {
-          std::vector<float> got(hd * heads);
+          std::vector<float> got(hd * heads), got_chunk(hd * heads), got_partial(2 * heads);
           attend_function(isa, hd)(hd, heads, n, q.data(), k.data(), v.data(), stride, 0.125f,
-                                   got.data());
+                                   got.data(), nullptr);
+          attend_function(isa, hd)(hd, heads, n, q.data(), k.data(), v.data(), stride, 0.125f,
+                                   got_chunk.data(), got_partial.data());
           EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0)
               << isa_name(isa) << " head_dim " << hd << " positions " << n << " heads " << heads;
+          EXPECT_EQ(std::memcmp(got_chunk.data(), want_chunk.data(), got.size() * sizeof(float)), 0)
+              << isa_name(isa) << " chunk, head_dim " << hd << " positions " << n;
+          EXPECT_EQ(got_partial, want_partial) << isa_name(isa) << " head_dim " << hd;
         }
       }
     }
@@ -152,6 +161,30 @@ TEST(Attention, BatchesOf64QueriesOrMoreWithHeadsOf16nAttendInTiles) {
   EXPECT_FALSE(attends_in_tiles(63, 64));
   EXPECT_FALSE(attends_in_tiles(64, 8));
   EXPECT_FALSE(attends_in_tiles(100, 40));
+}
+
+// A split attention merged is the attention of all positions: against a
+// direct softmax in double; and where ggml splits.
+TEST(Attention, MergedChunksAreTheSoftmaxWeightedSumOfValues) {
+  std::mt19937 rng(10);
+  const size_t hd = 32, n = 300, split = 256;
+  const std::vector<uint16_t> k = random_halves(hd * n, rng), v = random_halves(hd * n, rng);
+  std::vector<float> q(hd);
+  for (float& x : q) x = f16_to_f32(f32_to_f16(std::uniform_real_distribution<float>(-1, 1)(rng)));
+  const float scale = 0.3f;
+  std::vector<float> accs(2 * hd), partials(4), out(hd);
+  const AttendFn attend = attend_function(Isa::Reference, hd);
+  attend(hd, 1, split, q.data(), k.data(), v.data(), hd, scale, accs.data(), partials.data());
+  attend(hd, 1, n - split, q.data(), k.data() + split * hd, v.data() + split * hd, hd, scale,
+         accs.data() + hd, partials.data() + 2);
+  merge_attention_chunks(hd, 2, partials.data(), accs.data(), out.data());
+  const std::vector<double> want = exact_attention(q.data(), hd, n, k, v, scale);
+  for (size_t d = 0; d < hd; ++d) EXPECT_NEAR(out[d], want[d], 4e-3) << d;
+
+  EXPECT_EQ(split_attention_chunk(1), 0u);
+  EXPECT_EQ(split_attention_chunk(256), 0u);
+  EXPECT_EQ(split_attention_chunk(257), 256u);  // 512 positions in two chunks
+  EXPECT_EQ(split_attention_chunk(700), 384u);  // 768
 }
 
 }  // namespace
