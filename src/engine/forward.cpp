@@ -196,22 +196,19 @@ void Forward::layer(uint32_t il, size_t n, size_t pos0) {
           attend_(hd, heads, pos0 + t + 1, q, k, v, kv_dim, scale, out, nullptr);
           continue;
         }
+        // Chunk c of head g: its state at partials[(c * heads + g) * 2], its
+        // accumulator at accs[(c * heads + g) * hd].
         constexpr size_t kChunks = kernels::kSplitAttentionChunks;
-        thread_local std::vector<float> accs, partials, head_accs, head_partials;
+        thread_local std::vector<float> accs, partials;
         accs.resize(kChunks * heads * hd), partials.assign(kChunks * heads * 2, 0.0f);
         for (size_t c = 0; c < kChunks && c * split < pos0 + 1; ++c) {
           const size_t from = c * split, to = std::min((c + 1) * split, pos0 + 1);
           attend_(hd, heads, to - from, q, k + from * kv_dim, v + from * kv_dim, kv_dim, scale,
                   accs.data() + c * heads * hd, partials.data() + c * heads * 2);
         }
-        head_accs.resize(kChunks * hd), head_partials.resize(kChunks * 2);
         for (size_t g = 0; g < heads; ++g) {
-          for (size_t c = 0; c < kChunks; ++c) {
-            std::copy_n(accs.data() + (c * heads + g) * hd, hd, head_accs.data() + c * hd);
-            std::copy_n(partials.data() + (c * heads + g) * 2, 2, head_partials.data() + c * 2);
-          }
-          kernels::merge_attention_chunks(hd, kChunks, head_partials.data(), head_accs.data(),
-                                          out + g * hd);
+          kernels::merge_attention_chunks(hd, kChunks, partials.data() + g * 2, heads * 2,
+                                          accs.data() + g * hd, heads * hd, out + g * hd);
         }
       }
     });
@@ -287,10 +284,9 @@ void Forward::multiply(std::initializer_list<Product> products, const float* in,
       const size_t lo = std::max(begin, tile), hi = std::min(end, tile + tiles);
       if (lo < hi) {
         const GgmlType type = p.w->tensor->type.type;
-        // llama.cpp's float orders for this weight and batch. (A tied
-        // output is repacked too: llama.cpp loads it a second time, as a
-        // weight of the output layer.)
-        // Without llama.cpp's orders, every column as a token alone (lead 0).
+        // llama.cpp's float orders for this weight and batch (a tied output
+        // is repacked too: llama.cpp loads it a second time, as a weight of
+        // the output layer); without them, every column as a token alone.
         const kernels::BatchOrder order =
             kernels::llama_cpp_order(type, p.w->n_out, n_in, llama_cpp_orders_ ? n : 1);
         const kernels::DotFn lead_dot = kernels::dot_function(type, isa_, order.lead_order);

@@ -110,15 +110,17 @@ void swiglu_reference(const float* gate, const float* up, float* out, size_t n) 
 }  // namespace
 
 void merge_attention_chunks(size_t head_dim, size_t n_chunks, const float* partials,
-                            const float* accs, float* out) {
+                            size_t partial_stride, const float* accs, size_t acc_stride,
+                            float* out) {
   float max = -INFINITY, sum = 0;
   std::fill(out, out + head_dim, 0.0f);
   for (size_t c = 0; c < n_chunks; ++c) {
-    const float chunk_max = partials[2 * c], chunk_sum = partials[2 * c + 1];
+    const float* partial = partials + c * partial_stride;
+    const float chunk_max = partial[0], chunk_sum = partial[1];
     if (chunk_sum == 0) continue;
     const float new_max = std::fmax(max, chunk_max);
     const float scale_old = std::exp(max - new_max), scale_new = std::exp(chunk_max - new_max);
-    const float* acc = accs + c * head_dim;
+    const float* acc = accs + c * acc_stride;
     // ggml's a * scale_old + b * scale_new, contracted by GCC as below.
     for (size_t d = 0; d < head_dim; ++d) out[d] = std::fma(out[d], scale_old, acc[d] * scale_new);
     sum = std::fma(sum, scale_old, chunk_sum * scale_new);

@@ -50,12 +50,14 @@ inline size_t split_attention_chunk(size_t used) {
   return length >= 512 ? (length + kSplitAttentionChunks - 1) / kSplitAttentionChunks : 0;
 }
 
-// out = the merge of n_chunks chunks of one head (partials: maximum and sum
-// of each; accs: head_dim floats each), in order: skipping empty chunks,
-// out = fma(out, expf(M - M'), acc * expf(M_c - M')), the sum likewise,
-// then out * (1 / sum).
+// out = the merge of n_chunks chunks of one head, in order: chunk c's
+// maximum and sum at partials[c * partial_stride] and [... + 1], its
+// accumulator (head_dim floats) at accs + c * acc_stride. Skipping empty
+// chunks, out = fma(out, expf(M - M'), acc * expf(M_c - M')), the sum
+// likewise, then out * (1 / sum).
 void merge_attention_chunks(size_t head_dim, size_t n_chunks, const float* partials,
-                            const float* accs, float* out);
+                            size_t partial_stride, const float* accs, size_t acc_stride,
+                            float* out);
 
 // A batch of 64 query rows or more takes another path through ggml
 // (ggml_compute_forward_flash_attn_ext_tiled, when head_dim is a multiple

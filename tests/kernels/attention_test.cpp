@@ -177,7 +177,7 @@ TEST(Attention, MergedChunksAreTheSoftmaxWeightedSumOfValues) {
   attend(hd, 1, split, q.data(), k.data(), v.data(), hd, scale, accs.data(), partials.data());
   attend(hd, 1, n - split, q.data(), k.data() + split * hd, v.data() + split * hd, hd, scale,
          accs.data() + hd, partials.data() + 2);
-  merge_attention_chunks(hd, 2, partials.data(), accs.data(), out.data());
+  merge_attention_chunks(hd, 2, partials.data(), 2, accs.data(), hd, out.data());
   const std::vector<double> want = exact_attention(q.data(), hd, n, k, v, scale);
   for (size_t d = 0; d < hd; ++d) EXPECT_NEAR(out[d], want[d], 4e-3) << d;
 
