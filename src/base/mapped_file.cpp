@@ -9,20 +9,12 @@
 #include <cstring>
 #include <utility>
 
+#include "base/file_io.h"
 #include "base/text.h"
 
 namespace quip {
 
 namespace {
-
-// Closes a descriptor when the scope ends. The mapping outlives it: a file
-// descriptor can be closed after mmap returns without invalidating the map.
-struct FdCloser {
-  int fd;
-  ~FdCloser() {
-    if (fd >= 0) ::close(fd);
-  }
-};
 
 Error errno_error(const std::string& path, const char* what) {
   return Error{printable(path, 4096) + ": " + what + ": " + std::strerror(errno)};
@@ -31,22 +23,17 @@ Error errno_error(const std::string& path, const char* what) {
 }  // namespace
 
 Result<MappedFile> MappedFile::open(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return errno_error(path, "cannot open");
-  FdCloser closer{fd};
-
   struct stat st {};
-  if (::fstat(fd, &st) != 0) return errno_error(path, "cannot stat");
-  if (S_ISDIR(st.st_mode))
-    return Error{printable(path, 4096) + ": is a directory, expected a file"};
-  if (!S_ISREG(st.st_mode)) return Error{printable(path, 4096) + ": is not a regular file"};
+  auto fd = open_regular_file(path, &st);  // never blocks on a FIFO; a regular file only
+  if (!fd) return fd.error();
 
   MappedFile file;
   file.path_ = path;
   file.size_ = static_cast<size_t>(st.st_size);
   if (file.size_ == 0) return file;
 
-  void* addr = ::mmap(nullptr, file.size_, PROT_READ, MAP_SHARED, fd, 0);
+  // The mapping outlives the descriptor: it can be closed once mmap returns.
+  void* addr = ::mmap(nullptr, file.size_, PROT_READ, MAP_SHARED, fd->get(), 0);
   if (addr == MAP_FAILED) return errno_error(path, "cannot map");
   file.data_ = static_cast<const std::byte*>(addr);
   return file;

@@ -1,13 +1,15 @@
 #include "cli/config.h"
 
-#include <cerrno>
-#include <cstring>
-#include <limits>
-#include <cstdlib>
-#include <fstream>
-#include <sstream>
+#include <sys/stat.h>
 #include <toml++/toml.h>
 
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <sstream>
+
+#include "base/file_io.h"
 #include "base/paths.h"
 #include "base/text.h"
 #include "store/prefix_cache.h"
@@ -17,6 +19,9 @@ namespace quip::cli {
 namespace {
 
 namespace fs = std::filesystem;
+
+// A config file is a few lines; anything this large is not one.
+constexpr uint64_t kMaxConfigBytes = uint64_t{16} << 20;
 
 // "FILE:LINE: KEY: what is wrong".
 class Reporter {
@@ -213,8 +218,9 @@ Result<Config> parse_config(std::string_view text, const fs::path& file) {
           continue;
         }
         const auto* size_text = cv.as_string();
-        auto size = size_text != nullptr ? store::parse_size(size_text->get())
-                                    : Result<uint64_t>(Error{"expected a size such as \"4GiB\""});
+        auto size = size_text != nullptr
+                        ? store::parse_size(size_text->get())
+                        : Result<uint64_t>(Error{"expected a size such as \"4GiB\""});
         if (!size) return report.at(cv, name, size.error().message);
         config.cache_max_size = *size;
       }
@@ -252,18 +258,16 @@ Result<Config> load_config(const std::optional<fs::path>& explicit_file) {
   } else {
     return Config{};
   }
-  std::ifstream in(file, std::ios::binary);
-  if (!in) {
-    if (!must_exist) {
-      std::error_code ec;
-      if (!fs::exists(file, ec)) return Config{};
-    }
-    return Error{file.string() + ": cannot read the config file: " + std::strerror(errno)};
+  if (!must_exist) {
+    // The default file may be absent; anything else in its place (a
+    // directory, a FIFO) is an error, never a silently empty config.
+    struct stat st {};
+    if (::lstat(file.c_str(), &st) != 0 && errno == ENOENT) return Config{};
   }
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) return Error{file.string() + ": cannot read the config file"};
-  return parse_config(text.str(), file);
+  // A regular file only, opened without blocking (a FIFO would hang).
+  auto text = read_regular_file(file, kMaxConfigBytes);
+  if (!text) return text.error();
+  return parse_config(*text, file);
 }
 
 Settings merged(const Settings& base, const Settings& over) {

@@ -188,14 +188,9 @@ nlohmann::json sampler_json(const engine::SamplerSettings& s, int64_t n_predict,
 // The template source: --template, the config's, the model's own, else ChatML.
 Outcome<std::string> template_source(const Settings& s, const LoadedModel& m) {
   if (s.template_file) {
-    std::ifstream in(*s.template_file, std::ios::binary);
-    if (!in) {
-      return Failure{kExitUsage, s.template_file->string() + ": cannot read the template: " +
-                                     std::strerror(errno)};
-    }
-    std::ostringstream text;
-    text << in.rdbuf();
-    return text.str();
+    auto text = read_input_file(s.template_file->string());  // a regular file only
+    if (!text) return Failure{kExitUsage, text.error().message};
+    return std::move(*text);
   }
   auto own = m.file->get_optional<std::string_view>("tokenizer.chat_template");
   if (!own) return Failure{kExitBadData, own.error().message};

@@ -2,16 +2,11 @@
 
 #include <unistd.h>
 
-#include <cerrno>
-#include <cstring>
-#include <fstream>
-#include <iostream>
-#include <sstream>
-
 #include "base/text.h"
 #include "chat/chat_template.h"
 #include "chat/turn_prompt.h"
 #include "cli/exit_status.h"
+#include "cli/prompt_input.h"
 #include "cli/usage.h"
 #include "gguf/reader.h"
 #include "tokenizer/tokenizer.h"
@@ -20,16 +15,12 @@ namespace quip::cli {
 
 namespace {
 
+// A file, or stdin for "-": regular files only, at most input_limit() bytes.
 Result<std::string> read_text(const std::string& path) {
-  std::ostringstream text;
-  if (path == "-") {
-    text << std::cin.rdbuf();
-    return text.str();
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Error{path + ": cannot read: " + std::strerror(errno)};
-  text << in.rdbuf();
-  return text.str();
+  if (path != "-") return read_input_file(path);
+  auto limit = input_limit();
+  if (!limit) return limit.error();
+  return read_stdin_input(*limit);
 }
 
 }  // namespace

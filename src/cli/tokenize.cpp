@@ -1,12 +1,11 @@
 #include "cli/tokenize.h"
 
 #include <cstdio>
-#include <iostream>
-#include <iterator>
 
 #include "base/paths.h"
 #include "base/text.h"
 #include "cli/exit_status.h"
+#include "cli/prompt_input.h"
 #include "cli/usage.h"
 #include "gguf/reader.h"
 #include "tokenizer/tokenizer.h"
@@ -65,11 +64,13 @@ int tokenize_main(const std::vector<std::string>& args, std::ostream& out, std::
 
   std::string text;
   if (words.size() == 1 && words[0] == "-") {
-    text.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
-    if (std::cin.bad()) {
-      err << "quip tokenize: cannot read stdin\n";
-      return kExitFailure;
+    auto limit = input_limit();
+    auto read = limit ? read_stdin_input(*limit) : Result<std::string>(limit.error());
+    if (!read) {
+      err << "quip tokenize: " << read.error().message << '\n';
+      return kExitUsage;
     }
+    text = std::move(*read);
   } else {
     for (size_t i = 0; i < words.size(); ++i) text += (i ? " " : "") + words[i];
   }

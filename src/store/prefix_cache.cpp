@@ -15,6 +15,7 @@
 #include <unordered_set>
 
 #include "base/checked.h"
+#include "base/file_io.h"
 
 namespace quip::store {
 
@@ -80,29 +81,52 @@ std::vector<uint64_t> prefix_keys(const std::string& fingerprint, std::span<cons
   return keys;
 }
 
-Result<std::vector<uint8_t>> read_file(const fs::path& path, size_t limit) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return Error{errno_text()};
+// A segment file read whole. Gone: it does not exist (evicted meanwhile);
+// Foreign: something other than a regular file has its name (a FIFO, a
+// folder, a link), never opened; BadSize: larger than its place allows.
+struct ReadFile {
+  enum Kind { kOk, kGone, kForeign, kBadSize, kFailed } kind = kOk;
+  std::string why;
   std::vector<uint8_t> bytes;
+};
+
+ReadFile read_file(const fs::path& path, size_t limit) {
+  ReadFile r;
   struct stat st {};
-  if (fstat(fd, &st) != 0 || st.st_size < 0 || static_cast<uint64_t>(st.st_size) > limit) {
-    ::close(fd);
-    return Error{"unexpected size"};
+  if (::lstat(path.c_str(), &st) != 0) {
+    r.kind = errno == ENOENT ? ReadFile::kGone : ReadFile::kFailed;
+    r.why = errno_text();
+    return r;
   }
-  bytes.resize(static_cast<size_t>(st.st_size));
+  if (!S_ISREG(st.st_mode)) {
+    r.kind = ReadFile::kForeign;
+    r.why = "is " + std::string(file_kind_name(st.st_mode)) + ", not a cache file";
+    return r;
+  }
+  // Opened without blocking: the name could have become a FIFO since.
+  auto fd = open_regular_file(path, &st);
+  if (!fd) {
+    r.kind = ReadFile::kFailed;
+    r.why = fd.error().message;
+    return r;
+  }
+  if (st.st_size < 0 || static_cast<uint64_t>(st.st_size) > limit) {
+    r.kind = ReadFile::kBadSize;
+    return r;
+  }
+  r.bytes.resize(static_cast<size_t>(st.st_size));
   size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t n = ::read(fd, bytes.data() + done, bytes.size() - done);
+  while (done < r.bytes.size()) {
+    const ssize_t n = ::read(fd->get(), r.bytes.data() + done, r.bytes.size() - done);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
-      const std::string e = n < 0 ? errno_text() : "shorter than its size";
-      ::close(fd);
-      return Error{e};
+      r.kind = ReadFile::kFailed;
+      r.why = n < 0 ? errno_text() : "shorter than its size";
+      return r;
     }
     done += static_cast<size_t>(n);
   }
-  ::close(fd);
-  return bytes;
+  return r;
 }
 
 Result<void> write_file(const fs::path& path, std::span<const uint8_t> a,
@@ -173,20 +197,27 @@ size_t PrefixCache::restore(std::span<const int32_t> tokens, engine::KvCache& ca
     fs::remove(path, rm);
     present.erase(key);
   };
+  // Something with a segment's name that quip did not write (a FIFO, a
+  // folder): one warning, never used, and left for its owner.
+  const auto ignore = [&](uint64_t key, const std::string& why) {
+    warnings.push_back("prefix cache: ignoring " + (model_dir() / key_name(key)).string() + ": " +
+                       why);
+    present.erase(key);
+  };
   // Reads and checks the segment ending at `end`; nullopt (after discarding
   // it when it is broken) when it cannot be used.
   const auto load = [&](size_t end) -> std::optional<Segment> {
     const uint64_t key = keys[end];
     const uint64_t limit = sizeof(Header) + end * (sizeof(int32_t) + position_bytes);
-    auto bytes = read_file(model_dir() / key_name(key), limit);
-    if (!bytes) {
-      if (bytes.error().message == "unexpected size") {
-        discard(key, "its size does not fit its place");
-      } else {
-        present.erase(key);  // gone meanwhile (evicted), or unreadable
-      }
-      return std::nullopt;
+    ReadFile file = read_file(model_dir() / key_name(key), limit);
+    switch (file.kind) {
+      case ReadFile::kOk: break;
+      case ReadFile::kGone: present.erase(key); return std::nullopt;  // evicted meanwhile
+      case ReadFile::kBadSize: discard(key, "its size does not fit its place"); return std::nullopt;
+      case ReadFile::kForeign:
+      case ReadFile::kFailed: ignore(key, file.why); return std::nullopt;
     }
+    std::vector<uint8_t>* bytes = &file.bytes;
     Segment s;
     if (bytes->size() < sizeof(Header)) {
       discard(key, "truncated");

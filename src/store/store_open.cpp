@@ -10,6 +10,7 @@
 #include <iterator>
 #include <system_error>
 
+#include "base/file_io.h"
 #include "base/paths.h"
 #include "store/store.h"
 
@@ -173,6 +174,18 @@ std::string immutable_uri(const fs::path& db_file) {
   return uri + "?immutable=1";
 }
 
+// SQLite opens the database and the files beside it with a blocking open()
+// and reads them: a FIFO in their place would hang the call, and a folder
+// gets a vague "unable to open".
+Result<void> check_regular(const fs::path& db_file) {
+  for (const char* suffix : {"", "-wal", "-shm", "-journal"}) {
+    if (auto r = check_regular_if_exists(db_file.string() + suffix); !r) {
+      return r.error().with_context("cannot open the conversation database");
+    }
+  }
+  return {};
+}
+
 }  // namespace
 
 Result<Store> Store::open(const fs::path& db_file) {
@@ -195,6 +208,7 @@ Result<Store> Store::open(const fs::path& db_file) {
                 Error{"the folder " + dir.string() + " is not writable (" +
                       std::strerror(errno) + ")"});
   }
+  if (auto r = check_regular(db_file); !r) return r.error();
   if (auto r = check_not_a_stub(db_file); !r) {
     return fail("cannot open the conversation database", r.error());
   }
@@ -226,6 +240,7 @@ Result<Store> Store::open_read_only(const fs::path& db_file) {
   const auto fail = [&](const Error& e) {
     return Error{db_file.string() + ": cannot open the conversation database: " + e.message};
   };
+  if (auto r = check_regular(db_file); !r) return r.error();
   if (auto r = check_not_a_stub(db_file); !r) return fail(r.error());
   auto db = sql::open(db_file.string(), SQLITE_OPEN_READONLY);
   if (!db) return fail(db.error());

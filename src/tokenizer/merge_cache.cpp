@@ -12,6 +12,8 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
+#include "base/file_io.h"
+
 namespace quip::tokenizer {
 
 namespace {
@@ -52,13 +54,6 @@ bool write_all(int fd, const void* buf, size_t n) {
   return true;
 }
 
-struct Fd {
-  int fd;
-  ~Fd() {
-    if (fd >= 0) ::close(fd);
-  }
-};
-
 }  // namespace
 
 MergeCacheKey merge_cache_key(std::span<const std::byte> metadata) {
@@ -75,19 +70,21 @@ std::filesystem::path merge_cache_path(const std::filesystem::path& dir, const M
 
 bool load_merge_cache(const std::filesystem::path& path, const MergeCacheKey& key, size_t n_vocab,
                       size_t n_merges, PairIndex& index) {
-  Fd f{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
-  if (f.fd < 0) return false;  // not saved yet
-  Header h{};
   struct stat st {};
-  bool ok = ::fstat(f.fd, &st) == 0 && read_all(f.fd, &h, sizeof h) &&
-            std::memcmp(h.magic, kMagic, sizeof kMagic) == 0 &&
+  if (::lstat(path.c_str(), &st) != 0) return false;  // not saved yet
+  if (!S_ISREG(st.st_mode)) return false;  // not ours (a FIFO would block): replaced by the save
+  auto opened = open_regular_file(path, &st);
+  if (!opened) return false;
+  const int fd = opened->get();
+  Header h{};
+  bool ok = read_all(fd, &h, sizeof h) && std::memcmp(h.magic, kMagic, sizeof kMagic) == 0 &&
             h.layout_version == PairIndex::kLayoutVersion && h.header_bytes == sizeof h &&
             h.key_lo == key.lo && h.key_hi == key.hi && h.n_vocab == n_vocab &&
             h.n_merges == n_merges && h.n_slots > 0 && h.n_slots < (uint64_t{1} << 40) &&
             static_cast<uint64_t>(st.st_size) == sizeof h + h.n_slots * sizeof(uint64_t);
   if (ok) {
     BigVector<uint64_t> slots(h.n_slots);
-    ok = read_all(f.fd, slots.data(), slots.size() * sizeof(uint64_t)) &&
+    ok = read_all(fd, slots.data(), slots.size() * sizeof(uint64_t)) &&
          XXH3_64bits(slots.data(), slots.size() * sizeof(uint64_t)) == h.checksum &&
          index.adopt(std::move(slots), n_vocab, n_merges);
   }

@@ -104,10 +104,29 @@ RunResult run_command(const std::vector<std::string>& command, const RunOptions&
     ::kill(pid, options.signal_on_output);
   }
   int wstatus = 0;
-  while (::waitpid(pid, &wstatus, 0) < 0) {
-    if (errno != EINTR) {
-      ADD_FAILURE() << "waitpid: " << std::strerror(errno);
-      return r;
+  if (options.timeout_ms > 0) {
+    for (int waited = 0;; waited += 5) {
+      const pid_t done = ::waitpid(pid, &wstatus, WNOHANG);
+      if (done == pid) break;
+      if (done < 0 && errno != EINTR) {
+        ADD_FAILURE() << "waitpid: " << std::strerror(errno);
+        return r;
+      }
+      if (waited >= options.timeout_ms) {
+        ::kill(pid, SIGKILL);
+        r.timed_out = true;
+        while (::waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
+        }
+        break;
+      }
+      ::usleep(5000);
+    }
+  } else {
+    while (::waitpid(pid, &wstatus, 0) < 0) {
+      if (errno != EINTR) {
+        ADD_FAILURE() << "waitpid: " << std::strerror(errno);
+        return r;
+      }
     }
   }
   if (WIFEXITED(wstatus)) {
@@ -124,7 +143,8 @@ RunResult run_command(const std::vector<std::string>& command, const RunOptions&
 std::string describe(const std::vector<std::string>& args, const RunResult& r) {
   std::string s = "quip";
   for (const std::string& a : args) s += " '" + printable(a) + "'";
-  return s + "\n  exit status " + std::to_string(r.status) + "\n  stderr: " + r.err;
+  return s + "\n  exit status " + std::to_string(r.status) + (r.timed_out ? " (timed out)" : "") +
+         "\n  stderr: " + r.err;
 }
 
 RunResult expect_failure(const std::vector<std::string>& args, int status,

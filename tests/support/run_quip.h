@@ -27,7 +27,8 @@ class TempDir {
 
 struct RunResult {
   int status = -1;      // the exit status, or 128 + signal number
-  bool killed = false;  // ended by a signal rather than exit()
+  bool killed = false;     // ended by a signal rather than exit()
+  bool timed_out = false;  // killed after RunOptions::timeout_ms
   std::string out;      // empty when stdout went elsewhere
   std::string err;
 };
@@ -41,6 +42,9 @@ struct RunOptions {
   // Environment variables to set (or, with an empty value, to remove) on top
   // of this process's own, e.g. {{"QUIP_HOME", dir}}.
   std::vector<std::pair<std::string, std::string>> env = {};
+  // Kill the process (SIGKILL) if it runs longer than this (0: no limit),
+  // setting RunResult::timed_out: a hang fails the test instead of hanging it.
+  int timeout_ms = 0;
 };
 
 // Runs QUIP_BINARY with `args`; a start failure is a test failure.

@@ -1,0 +1,69 @@
+// Opening the files quip reads.
+//
+// Every file quip reads (a model, -f, --template, config.toml, a cache file,
+// the database) is opened with open_regular_file: O_NONBLOCK, so that a FIFO
+// in its place cannot block open() waiting for a writer; fstat, so that only
+// a regular file is accepted (a FIFO, a device such as /dev/zero, a socket or
+// a folder is an error naming what it is); then O_NONBLOCK is cleared for the
+// reads. Streams (stdin) are read with read_bounded, which stops at a limit
+// instead of reading an endless source without end.
+#pragma once
+
+#include <sys/stat.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "base/result.h"
+
+namespace quip {
+
+// A file descriptor, closed when it goes (RAII).
+class UniqueFd {
+ public:
+  UniqueFd() = default;
+  explicit UniqueFd(int fd) : fd_(fd) {}
+  UniqueFd(UniqueFd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+  UniqueFd& operator=(UniqueFd&& other) noexcept;
+  UniqueFd(const UniqueFd&) = delete;
+  UniqueFd& operator=(const UniqueFd&) = delete;
+  ~UniqueFd();
+
+  int get() const { return fd_; }
+  bool valid() const { return fd_ >= 0; }
+
+ private:
+  int fd_ = -1;
+};
+
+// "a directory", "a FIFO", "a character device", ... for messages.
+std::string_view file_kind_name(mode_t mode);
+
+// Opens `path` for reading if it is a regular file, without ever blocking in
+// open(). `st` (if given) receives its fstat. Errors name the path (made
+// printable) and what is wrong: "PATH: cannot open: No such file or
+// directory", "PATH: is a FIFO, expected a regular file".
+Result<UniqueFd> open_regular_file(const std::filesystem::path& path, struct stat* st = nullptr);
+
+// The same check without keeping the file open: an error when `path` exists
+// and is not a regular file (or cannot be opened); ok when it does not exist.
+Result<void> check_regular_if_exists(const std::filesystem::path& path);
+
+// The whole of `fd`, read until its end but never more than `max_bytes`:
+// past that the error is "NAME: longer than LIMIT" followed by `hint` (how
+// to raise the limit). `name` names the source in errors ("stdin").
+Result<std::string> read_bounded(int fd, std::string_view name, uint64_t max_bytes,
+                                 std::string_view hint);
+
+// A regular file's whole content; a file larger than `max_bytes` is refused
+// (with `hint`) before anything is read.
+Result<std::string> read_regular_file(const std::filesystem::path& path, uint64_t max_bytes,
+                                      std::string_view hint = "");
+
+// "64 MiB", "1.5 GiB", "100 B": a byte count for messages.
+std::string human_size(uint64_t bytes);
+
+}  // namespace quip
