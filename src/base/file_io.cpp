@@ -136,4 +136,56 @@ std::string human_size(uint64_t bytes) {
   return buf;
 }
 
+namespace {
+
+// chmod's a folder or file of ours back to owner-only access. Never a folder
+// with the sticky bit (a shared one such as /tmp) or someone else's.
+void restrict_mode(const fs::path& path, const struct stat& st) {
+  if ((st.st_mode & 077) == 0 || st.st_uid != ::geteuid() || (st.st_mode & S_ISVTX) != 0) return;
+  const mode_t keep = S_ISDIR(st.st_mode) ? 0700 : 0600;
+  ::chmod(path.c_str(), st.st_mode & keep);
+}
+
+}  // namespace
+
+Result<void> make_private_dir(const fs::path& dir, int owned_parents) {
+  if (dir.empty()) return {};
+  // Create each missing folder from the top down, 0700 (the umask can only
+  // take bits away).
+  fs::path at;
+  for (const fs::path& part : dir) {
+    at /= part;
+    struct stat st {};
+    if (::stat(at.c_str(), &st) == 0) {
+      if (!S_ISDIR(st.st_mode)) {
+        return Error{shown(at) + ": is " + std::string(file_kind_name(st.st_mode)) +
+                     ", expected a directory"};
+      }
+      continue;
+    }
+    if (::mkdir(at.c_str(), 0700) != 0 && errno != EEXIST) {
+      return errno_error(at, "cannot create the folder", errno);
+    }
+  }
+  fs::path p = dir.lexically_normal();
+  if (!p.has_filename()) p = p.parent_path();  // "a/b/" names b
+  for (int level = 0; level <= owned_parents && !p.empty() && p != p.root_path(); ++level) {
+    struct stat st {};
+    if (::stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) restrict_mode(p, st);
+    p = p.parent_path();
+  }
+  return {};
+}
+
+void make_private(const fs::path& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0) restrict_mode(path, st);
+}
+
+void make_private(int fd) {
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || (st.st_mode & 077) == 0 || st.st_uid != ::geteuid()) return;
+  ::fchmod(fd, st.st_mode & (S_ISDIR(st.st_mode) ? 0700 : 0600));
+}
+
 }  // namespace quip

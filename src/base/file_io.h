@@ -1,4 +1,4 @@
-// Opening the files quip reads.
+// Opening the files quip reads, and keeping what it stores private.
 //
 // Every file quip reads (a model, -f, --template, config.toml, a cache file,
 // the database) is opened with open_regular_file: O_NONBLOCK, so that a FIFO
@@ -7,6 +7,12 @@
 // a folder is an error naming what it is); then O_NONBLOCK is cleared for the
 // reads. Streams (stdin) are read with read_bounded, which stops at a limit
 // instead of reading an endless source without end.
+//
+// What quip stores is the user's alone: its folders are created 0700 and its
+// files 0600, and make_private_dir / make_private repair the modes of
+// existing ones (a folder or file open to others is chmod'ed back, quietly;
+// a chmod that fails, on a file of another owner or a read-only disk, is not
+// an error: the files stay usable).
 #pragma once
 
 #include <sys/stat.h>
@@ -65,5 +71,17 @@ Result<std::string> read_regular_file(const std::filesystem::path& path, uint64_
 
 // "64 MiB", "1.5 GiB", "100 B": a byte count for messages.
 std::string human_size(uint64_t bytes);
+
+// Creates `dir` and its missing parents with mode 0700. An existing `dir`,
+// and its `owned_parents` nearest parents (folders quip owns too, such as
+// the cache folder above cache/kv), are made 0700 again when others may
+// read them. Errors name the folder.
+Result<void> make_private_dir(const std::filesystem::path& dir, int owned_parents = 0);
+
+// Makes an existing file 0600 (a folder 0700) when group or others have
+// any access to it; quiet, and nothing when `path` does not exist.
+void make_private(const std::filesystem::path& path);
+// The same on an open descriptor.
+void make_private(int fd);
 
 }  // namespace quip

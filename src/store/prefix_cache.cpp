@@ -114,6 +114,7 @@ ReadFile read_file(const fs::path& path, size_t limit) {
     r.kind = ReadFile::kBadSize;
     return r;
   }
+  make_private(fd->get());  // a file from before segments were 0600
   r.bytes.resize(static_cast<size_t>(st.st_size));
   size_t done = 0;
   while (done < r.bytes.size()) {
@@ -131,7 +132,8 @@ ReadFile read_file(const fs::path& path, size_t limit) {
 
 Result<void> write_file(const fs::path& path, std::span<const uint8_t> a,
                         std::span<const uint8_t> b) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  // 0600: the rows are the user's prompts, in a form a model reads back.
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (fd < 0) return Error{errno_text()};
   for (std::span<const uint8_t> part : {a, b}) {
     size_t done = 0;
@@ -302,8 +304,8 @@ Result<void> PrefixCache::save(std::span<const int32_t> tokens, const engine::Kv
   }
   const std::vector<uint64_t> keys = prefix_keys(shape_.fingerprint, tokens.first(n));
   std::error_code ec;
-  fs::create_directories(model_dir(), ec);
-  if (ec) return Error{"cannot create " + model_dir().string() + ": " + ec.message()};
+  // 0700, as is the cache folder above dir_ (kv's parent).
+  if (auto made = make_private_dir(model_dir(), 2); !made) return made.error();
 
   static int counter = 0;
   size_t begin = from;
@@ -364,8 +366,10 @@ Result<std::vector<CacheFile>> list_files(const fs::path& dir, CacheStats* stats
   std::error_code ec;
   if (!fs::exists(dir, ec)) return files;
   const auto now = fs::file_time_type::clock::now();
+  make_private(dir);  // an older quip's folders and files were open to others
   for (fs::directory_iterator models(dir, ec), end; !ec && models != end; models.increment(ec)) {
     if (!models->is_directory(ec)) continue;
+    make_private(models->path());
     if (stats != nullptr) ++stats->models;
     for (fs::directory_iterator it(models->path(), ec); !ec && it != end; it.increment(ec)) {
       const std::string name = it->path().filename().string();
@@ -380,6 +384,7 @@ Result<std::vector<CacheFile>> list_files(const fs::path& dir, CacheStats* stats
       }
       uint64_t key = 0;
       if (!parse_key_name(name, key)) continue;
+      make_private(it->path());
       files.push_back({it->path(), size, time});
       if (stats != nullptr) {
         ++stats->files;

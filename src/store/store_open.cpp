@@ -186,17 +186,39 @@ Result<void> check_regular(const fs::path& db_file) {
   return {};
 }
 
+// The database and the files SQLite keeps beside it, made 0600 when older
+// ones are open to others. (SQLite gives a new -wal or -shm the mode of the
+// database file.)
+void make_private_files(const fs::path& db_file) {
+  for (const char* suffix : {"", "-wal", "-shm", "-journal"}) {
+    make_private(fs::path(db_file.string() + suffix));
+  }
+}
+
+// Creates an empty database file 0600 when there is none (SQLite would
+// create it 0644, less the umask), and repairs the modes of existing ones.
+Result<void> create_private(const fs::path& db_file) {
+  const int fd = ::open(db_file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd >= 0) {
+    ::close(fd);
+  } else if (errno != EEXIST) {
+    return Error{std::strerror(errno)};
+  }
+  make_private_files(db_file);
+  return {};
+}
+
 }  // namespace
 
 Result<Store> Store::open(const fs::path& db_file) {
   const auto fail = [&](const std::string& what, const Error& e) {
     return Error{db_file.string() + ": " + what + ": " + e.message};
   };
+  // The folder is 0700 and the files 0600: conversations are the user's
+  // alone (modes of older, looser ones are repaired here).
   if (db_file.has_parent_path()) {
-    std::error_code ec;
-    fs::create_directories(db_file.parent_path(), ec);
-    if (ec) {
-      return Error{db_file.parent_path().string() + ": cannot create the folder: " + ec.message()};
+    if (auto made = make_private_dir(db_file.parent_path()); !made) {
+      return Error{made.error().message}.with_context("cannot create the database folder");
     }
   }
   // SQLite writes files beside the database (the -wal and -shm of WAL
@@ -204,11 +226,14 @@ Result<Store> Store::open(const fs::path& db_file) {
   // because SQLite's own message then names the wrong cause ("No such file").
   const fs::path dir = folder_of(db_file);
   if (::faccessat(AT_FDCWD, dir.c_str(), W_OK | X_OK, AT_EACCESS) != 0) {
-    return fail("cannot open the conversation database for writing",
-                Error{"the folder " + dir.string() + " is not writable (" +
-                      std::strerror(errno) + ")"});
+    return fail(
+        "cannot open the conversation database for writing",
+        Error{"the folder " + dir.string() + " is not writable (" + std::strerror(errno) + ")"});
   }
   if (auto r = check_regular(db_file); !r) return r.error();
+  if (auto r = create_private(db_file); !r) {
+    return fail("cannot create the conversation database", r.error());
+  }
   if (auto r = check_not_a_stub(db_file); !r) {
     return fail("cannot open the conversation database", r.error());
   }
@@ -241,6 +266,8 @@ Result<Store> Store::open_read_only(const fs::path& db_file) {
     return Error{db_file.string() + ": cannot open the conversation database: " + e.message};
   };
   if (auto r = check_regular(db_file); !r) return r.error();
+  if (db_file.has_parent_path()) make_private(db_file.parent_path());
+  make_private_files(db_file);
   if (auto r = check_not_a_stub(db_file); !r) return fail(r.error());
   auto db = sql::open(db_file.string(), SQLITE_OPEN_READONLY);
   if (!db) return fail(db.error());

@@ -76,6 +76,7 @@ bool load_merge_cache(const std::filesystem::path& path, const MergeCacheKey& ke
   auto opened = open_regular_file(path, &st);
   if (!opened) return false;
   const int fd = opened->get();
+  make_private(fd);  // 0600, as save writes it (an older quip's may be looser)
   Header h{};
   bool ok = read_all(fd, &h, sizeof h) && std::memcmp(h.magic, kMagic, sizeof kMagic) == 0 &&
             h.layout_version == PairIndex::kLayoutVersion && h.header_bytes == sizeof h &&
@@ -94,9 +95,7 @@ bool load_merge_cache(const std::filesystem::path& path, const MergeCacheKey& ke
 
 void save_merge_cache(const std::filesystem::path& path, const MergeCacheKey& key, size_t n_vocab,
                       size_t n_merges, const PairIndex& index) {
-  std::error_code ec;
-  std::filesystem::create_directories(path.parent_path(), ec);
-  if (ec) return;
+  if (!make_private_dir(path.parent_path())) return;  // the cache folder: 0700
   std::string tmp = path.string() + ".tmp.XXXXXX";
   const int fd = ::mkstemp(tmp.data());
   if (fd < 0) return;

@@ -1,5 +1,5 @@
 // Opening only regular files, without ever blocking; reading streams to a
-// bound. Each "never blocks" case runs in a child
+// bound; private folders and files. Each "never blocks" case runs in a child
 // process with an alarm, so that a regression fails instead of hanging.
 #include "base/file_io.h"
 
@@ -30,6 +30,12 @@ bool in_time(const std::function<bool()>& f, unsigned seconds = 10) {
   int status = 0;
   ::waitpid(pid, &status, 0);
   return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+mode_t mode_of(const fs::path& p) {
+  struct stat st {};
+  EXPECT_EQ(::stat(p.c_str(), &st), 0) << p;
+  return st.st_mode & 07777;
 }
 
 TEST(FileIo, OpensARegularFileForReading) {
@@ -107,6 +113,53 @@ TEST(FileIo, HumanSizes) {
   EXPECT_EQ(human_size(1024), "1 KiB");
   EXPECT_EQ(human_size(uint64_t{64} << 20), "64 MiB");
   EXPECT_EQ(human_size(uint64_t{3} << 29), "1.5 GiB");
+}
+
+// Under the usual umask, what quip creates is 0700 (folders) and 0600
+// (files), and looser modes left by older versions are repaired.
+class PrivateModes : public ::testing::Test {
+ protected:
+  void SetUp() override { old_umask_ = ::umask(022); }
+  void TearDown() override { ::umask(old_umask_); }
+  mode_t old_umask_ = 0;
+};
+
+TEST_F(PrivateModes, FoldersAreCreated0700) {
+  TempDir dir;
+  ASSERT_TRUE(make_private_dir(dir / "a" / "b" / "c").ok());
+  EXPECT_EQ(mode_of(dir / "a"), 0700u);
+  EXPECT_EQ(mode_of(dir / "a" / "b"), 0700u);
+  EXPECT_EQ(mode_of(dir / "a" / "b" / "c"), 0700u);
+  testing::write_bytes(dir / "file", "x");
+  EXPECT_FALSE(make_private_dir(dir / "file").ok()) << "a file where a folder should be";
+}
+
+TEST_F(PrivateModes, LooseFoldersAndFilesAreRepaired) {
+  TempDir dir;
+  fs::create_directories(dir / "cache" / "kv" / "model");
+  for (const char* p : {"cache", "cache/kv", "cache/kv/model"}) ::chmod((dir / p).c_str(), 0755);
+  ::chmod(dir.path().c_str(), 0755);
+  // The folder and the parents it names as quip's, and no further.
+  ASSERT_TRUE(make_private_dir(dir / "cache" / "kv" / "model", 2).ok());
+  EXPECT_EQ(mode_of(dir / "cache" / "kv" / "model"), 0700u);
+  EXPECT_EQ(mode_of(dir / "cache" / "kv"), 0700u);
+  EXPECT_EQ(mode_of(dir / "cache"), 0700u);
+  EXPECT_EQ(mode_of(dir.path()), 0755u) << "a folder that is not quip's was changed";
+
+  testing::write_bytes(dir / "db", "x");
+  ::chmod((dir / "db").c_str(), 0644);
+  make_private(dir / "db");
+  EXPECT_EQ(mode_of(dir / "db"), 0600u);
+  make_private(dir / "missing");  // quiet
+}
+
+TEST_F(PrivateModes, SharedStickyFoldersAreNeverChanged) {
+  TempDir dir;
+  fs::create_directories(dir / "shared" / "quip");
+  ::chmod((dir / "shared").c_str(), 01777);
+  ASSERT_TRUE(make_private_dir(dir / "shared" / "quip", 1).ok());
+  EXPECT_EQ(mode_of(dir / "shared"), 01777u);
+  EXPECT_EQ(mode_of(dir / "shared" / "quip"), 0700u);
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include "store/prefix_cache.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -296,6 +297,27 @@ TEST_F(PrefixCacheTest, ConcurrentProcessesKeepTheCacheValid) {
     EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
   }
   EXPECT_EQ(restore(tokens(200, 0), kv), 200u);
+}
+
+// Segments are 0600 and the folders 0700, the cache folder above kv/
+// included; looser ones (an older quip's) are repaired by the next save.
+TEST_F(PrefixCacheTest, FilesArePrivate) {
+  const mode_t old = ::umask(022);
+  const auto mode = [](const fs::path& p) {
+    struct stat st {};
+    EXPECT_EQ(::stat(p.c_str(), &st), 0) << p;
+    return st.st_mode & 0777;
+  };
+  const fs::path model = dir() / "0123456789abcdef";
+  ASSERT_TRUE(cache().save(tokens(100), filled(100), 0, {}).ok());
+  for (const fs::path& f : files_under(dir())) EXPECT_EQ(mode(f), 0600u) << f;
+  for (const fs::path& d : {model, dir(), tmp_.path()}) EXPECT_EQ(mode(d), 0700u) << d;
+  for (const fs::path& f : files_under(dir())) ::chmod(f.c_str(), 0644);
+  for (const fs::path& d : {model, dir(), tmp_.path()}) ::chmod(d.c_str(), 0755);
+  ASSERT_TRUE(cache().save(tokens(100, 7), filled(100), 0, {}).ok());
+  for (const fs::path& f : files_under(dir())) EXPECT_EQ(mode(f), 0600u) << f;
+  for (const fs::path& d : {model, dir(), tmp_.path()}) EXPECT_EQ(mode(d), 0700u) << d;
+  ::umask(old);
 }
 
 TEST(ParseSize, UnitsAndErrors) {
