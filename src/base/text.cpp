@@ -40,23 +40,46 @@ void append_hex(std::string& out, unsigned char c) {
 
 }  // namespace
 
-std::string printable(std::string_view text, size_t max_bytes) {
+std::string escape_for_terminal(std::string_view text, const EscapeOptions& options) {
   std::string out;
   size_t i = 0;
   while (i < text.size()) {
-    if (out.size() >= max_bytes) {
+    if (out.size() >= options.max_bytes) {
       out += "...";
       break;
     }
     const size_t n = utf8_sequence_length(text, i);
     const auto c = static_cast<unsigned char>(text[i]);
-    if (n == 0 || (n == 1 && (c < 0x20 || c == 0x7F))) {
+    if (n == 0) {  // not UTF-8
       append_hex(out, c);
       ++i;
-    } else {
+      continue;
+    }
+    if (n == 2 && c == 0xC2 && static_cast<unsigned char>(text[i + 1]) <= 0x9F) {
+      // A C1 control, U+0080..U+009F: U+009B is CSI, U+009D OSC.
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04X", static_cast<unsigned char>(text[i + 1]));
+      out += buf;
+      i += 2;
+      continue;
+    }
+    if (n > 1) {
       out.append(text.substr(i, n));
       i += n;
+      continue;
     }
+    if (options.c_escapes && (c == '\\' || c == '\t' || c == '\n' || c == '\r')) {
+      out += c == '\\' ? "\\\\" : c == '\t' ? "\\t" : c == '\n' ? "\\n" : "\\r";
+    } else if (options.multi_line && !options.c_escapes &&
+               (c == '\n' || c == '\t' ||
+                (c == '\r' && i + 1 < text.size() && text[i + 1] == '\n'))) {
+      out += static_cast<char>(c);
+    } else if (c < 0x20 || c == 0x7F) {
+      append_hex(out, c);
+    } else {
+      out += static_cast<char>(c);
+    }
+    ++i;
   }
   return out;
 }

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -17,10 +18,36 @@ inline bool is_c_space(char c) {
 // PRECONDITIONS: i < s.size().
 size_t utf8_sequence_length(std::string_view s, size_t i);
 
-// `text` made safe to print on one line of a terminal: control characters and
-// bytes that are not valid UTF-8 become \xNN, and text longer than
-// `max_bytes` is cut with "...".
-std::string printable(std::string_view text, size_t max_bytes = 80);
+// How escape_for_terminal writes what a terminal must not be sent.
+struct EscapeOptions {
+  // The output is cut after this many bytes, followed by "...".
+  size_t max_bytes = SIZE_MAX;
+  // Multi-line text: newline and tab are kept, and so is a carriage return
+  // just before a newline (a CRLF line end); everything else is escaped.
+  bool multi_line = false;
+  // Unambiguous: a backslash is doubled and tab, newline and carriage
+  // return are written \t, \n and \r (for token pieces).
+  bool c_escapes = false;
+};
+
+// `text` made safe to send to a terminal: the one escaping function for
+// every text quip did not write itself (stored messages, file names, GGUF
+// metadata, template messages). Escaped: C0 controls (ESC, BEL, BS, CR,
+// ...) and DEL as \xNN, C1 controls U+0080..U+009F (which terminals read as
+// CSI, OSC, ...) as \uNNNN, and each byte that is not part of valid UTF-8 as
+// \xNN. The result holds no control character but, with multi_line,
+// newline and tab (and CR before a newline).
+std::string escape_for_terminal(std::string_view text, const EscapeOptions& options);
+
+// One line of a terminal: everything escaped, cut at `max_bytes` with "...".
+inline std::string printable(std::string_view text, size_t max_bytes = 80) {
+  return escape_for_terminal(text, {.max_bytes = max_bytes});
+}
+
+// Multi-line text (a stored message): newlines and tabs kept, never cut.
+inline std::string printable_lines(std::string_view text) {
+  return escape_for_terminal(text, {.multi_line = true});
+}
 
 // `text` with each byte that is not part of valid UTF-8 written as \xNN, and
 // everything else (control characters included) kept: for JSON keys, where

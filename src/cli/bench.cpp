@@ -7,8 +7,10 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "base/text.h"
 #include "cli/exit_status.h"
 #include "cli/loaded_model.h"
+#include "cli/report.h"
 #include "cli/usage.h"
 #include "engine/forward.h"
 #include "kernels/thread_pool.h"
@@ -62,12 +64,12 @@ int bench_main(const std::vector<std::string>& args, std::ostream& out, std::ost
   }
   auto loaded = load_model(model_path);
   if (!loaded) {
-    err << "quip bench: " << loaded.error().message << '\n';
+    print_error(err, "quip bench", loaded.error().message);
     return kExitBadData;
   }
   auto isa = kernels::chosen_isa();
   if (!isa) {
-    err << "quip bench: " << isa.error().message << '\n';
+    print_error(err, "quip bench", isa.error().message);
     return kExitUsage;
   }
   const engine::Hparams& hp = loaded->model.hparams();
@@ -109,7 +111,8 @@ int bench_main(const std::vector<std::string>& args, std::ostream& out, std::ost
     for (int r = 0; r < reps; ++r) tests.back().rates.push_back(run_tg(n_gen));
   }
 
-  const std::string name = std::filesystem::path(model_path).filename().string();
+  // A file name is anyone's bytes: printable (and valid UTF-8 for the JSON).
+  const std::string name = printable(std::filesystem::path(model_path).filename().string(), 200);
   uint64_t params = 0, bytes = 0;
   for (const gguf::TensorInfo& t : loaded->file->tensors()) {
     params += t.n_elements;

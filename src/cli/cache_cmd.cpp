@@ -4,8 +4,10 @@
 #include <sstream>
 
 #include "base/paths.h"
+#include "base/text.h"
 #include "cli/config.h"
 #include "cli/exit_status.h"
+#include "cli/report.h"
 #include "cli/usage.h"
 #include "store/prefix_cache.h"
 
@@ -53,14 +55,14 @@ int cache_main(const std::vector<std::string>& args, std::ostream& out, std::ost
   auto config = load_config(config_file ? std::optional<std::filesystem::path>(*config_file)
                                         : std::nullopt);
   if (!config) {
-    err << "quip cache: " << config.error().message << '\n';
+    print_error(err, "quip cache", config.error().message);
     return kExitUsage;
   }
   uint64_t limit = config->cache_max_size.value_or(store::kDefaultCacheBytes);
   if (max_size) {
     auto size = store::parse_size(*max_size);
     if (!size) {
-      err << "quip cache: --max-size: " << size.error().message << '\n';
+      print_error(err, "quip cache", "--max-size: " + size.error().message);
       return kExitUsage;
     }
     limit = *size;
@@ -68,7 +70,7 @@ int cache_main(const std::vector<std::string>& args, std::ostream& out, std::ost
 
   if (app.got_subcommand("clear")) {
     if (auto r = store::clear_cache(dir); !r) {
-      err << "quip cache: " << r.error().message << '\n';
+      print_error(err, "quip cache", r.error().message);
       return kExitFailure;
     }
     return kExitOk;
@@ -76,7 +78,7 @@ int cache_main(const std::vector<std::string>& args, std::ostream& out, std::ost
   if (app.got_subcommand("prune")) {
     auto removed = store::prune_cache(dir, limit);
     if (!removed) {
-      err << "quip cache: " << removed.error().message << '\n';
+      print_error(err, "quip cache", removed.error().message);
       return kExitFailure;
     }
     out << "removed " << human_bytes(*removed) << '\n';
@@ -84,19 +86,19 @@ int cache_main(const std::vector<std::string>& args, std::ostream& out, std::ost
   }
   auto s = store::cache_stats(dir);
   if (!s) {
-    err << "quip cache: " << s.error().message << '\n';
+    print_error(err, "quip cache", s.error().message);
     return kExitFailure;
   }
   if (json) {
-    out << nlohmann::json{{"folder", dir.string()},
+    out << terminal_safe_json(nlohmann::json{{"folder", dir.string()},
                           {"files", s->files},
                           {"bytes", s->bytes},
                           {"models", s->models},
                           {"max_bytes", limit}}
-               .dump()
+                                  .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace))
         << '\n';
   } else {
-    out << "folder  " << dir.string() << '\n'
+    out << "folder  " << printable(dir.string(), 4096) << '\n'
         << "models  " << s->models << '\n'
         << "files   " << s->files << '\n'
         << "size    " << human_bytes(s->bytes) << " of " << human_bytes(limit) << '\n';

@@ -11,6 +11,7 @@
 
 #include "base/text.h"
 #include "cli/exit_status.h"
+#include "cli/report.h"
 #include "cli/usage.h"
 #include "store/store.h"
 
@@ -47,7 +48,7 @@ std::optional<int> open_for_reading(std::optional<Store>& db, std::ostream& err)
   if (!fs::exists(*path, ec) && !ec) return std::nullopt;
   auto opened = Store::open_read_only(*path);
   if (!opened) {
-    err << "quip: " << opened.error().message << '\n';
+    print_error(err, "quip", opened.error().message);
     return kExitBadData;
   }
   db.emplace(std::move(*opened));
@@ -91,8 +92,15 @@ std::string format_time(int64_t ms) {
   return buf;
 }
 
+// The file name of a model path, printable on one line (stored data: any
+// bytes may be there).
 std::string model_name(const std::string& model_path) {
-  return fs::path(model_path).filename().string();
+  return printable(fs::path(model_path).filename().string(), 200);
+}
+
+// A stored title, on one line.
+std::string title_text(const std::string& title) {
+  return printable(title, 4096);
 }
 
 // A JSON field stored as text: embedded as JSON when it parses, else kept as
@@ -142,8 +150,9 @@ Json conversation_json(const ConversationSummary& c, const std::vector<TurnRecor
 
 // Stored text may hold bytes that are not UTF-8 (an answer cut inside a
 // character): those print as U+FFFD rather than failing the dump.
+// The dump escapes C0 controls; terminal_safe_json escapes DEL and C1 too.
 void print_json(const Json& j, std::ostream& out) {
-  out << j.dump(-1, ' ', false, Json::error_handler_t::replace) << '\n';
+  out << terminal_safe_json(j.dump(-1, ' ', false, Json::error_handler_t::replace)) << '\n';
 }
 
 // The messages of a turn as (role, text); a messages field that is not the
@@ -161,28 +170,34 @@ std::string forked_note(const ConversationSummary& c) {
 
 void print_conversation(const ConversationSummary& c, const std::vector<TurnRecord>& turns,
                         std::ostream& out) {
-  out << "conversation " << c.id << (c.title.empty() ? "" : ": " + c.title) << '\n';
+  // Stored text is shown, never obeyed: control characters (ESC, OSC, BEL,
+  // CR, BS, C1) and bytes that are not UTF-8 are escaped; lines and tabs stay.
+  out << "conversation " << c.id << (c.title.empty() ? "" : ": " + title_text(c.title)) << '\n';
   out << "started " << format_time(c.created_ms) << ", " << c.turns
       << (c.turns == 1 ? " turn" : " turns") << forked_note(c) << '\n';
   for (const TurnRecord& t : turns) {
     out << "\n--- turn " << t.turn << ", " << format_time(t.time_ms) << ", "
         << model_name(t.model_path) << (t.interrupted ? " (interrupted)" : "") << '\n';
     for (const store::MessageText& m : messages_of(t)) {
-      out << (m.role.empty() ? "message" : m.role) << ": " << m.text << '\n';
+      out << (m.role.empty() ? "message" : printable(m.role)) << ": " << printable_lines(m.text)
+          << '\n';
     }
-    out << "assistant: " << t.answer << (t.interrupted ? " [interrupted]" : "") << '\n';
+    out << "assistant: " << printable_lines(t.answer) << (t.interrupted ? " [interrupted]" : "")
+        << '\n';
   }
 }
 
 std::string heading(std::string role) {
   if (role.empty()) return "Message";
   role[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(role[0])));
-  return role;
+  return printable(role);
 }
 
 void print_markdown(const ConversationSummary& c, const std::vector<TurnRecord>& turns,
                     std::ostream& out) {
-  out << "# " << (c.title.empty() ? "Conversation " + std::to_string(c.id) : c.title) << "\n\n";
+  // As in show: stored text is escaped (the JSON export keeps it exact).
+  out << "# " << (c.title.empty() ? "Conversation " + std::to_string(c.id) : title_text(c.title))
+      << "\n\n";
   const std::string first_model = turns.empty() ? c.model_path : turns.front().model_path;
   out << "*Conversation " << c.id << ", started " << format_time(c.created_ms) << " with "
       << model_name(first_model) << forked_note(c) << ".*\n";
@@ -193,9 +208,9 @@ void print_markdown(const ConversationSummary& c, const std::vector<TurnRecord>&
       out << "\n*Model: " << model_name(model) << "*\n";
     }
     for (const store::MessageText& m : messages_of(t)) {
-      out << "\n## " << heading(m.role) << "\n\n" << m.text << '\n';
+      out << "\n## " << heading(m.role) << "\n\n" << printable_lines(m.text) << '\n';
     }
-    out << "\n## Assistant\n\n" << t.answer << '\n';
+    out << "\n## Assistant\n\n" << printable_lines(t.answer) << '\n';
     if (t.interrupted) out << "\n*(interrupted)*\n";
   }
 }
@@ -215,7 +230,7 @@ int print_one(const std::string& command, const std::string& id_text, Format for
   }
   auto summary = db->find(id);
   if (!summary) {
-    err << "quip: " << summary.error().message << '\n';
+    print_error(err, "quip", summary.error().message);
     return kExitFailure;
   }
   if (!*summary) {
@@ -224,19 +239,13 @@ int print_one(const std::string& command, const std::string& id_text, Format for
   }
   auto turns = db->turns(id);
   if (!turns) {
-    err << "quip: " << turns.error().message << '\n';
+    print_error(err, "quip", turns.error().message);
     return kExitFailure;
   }
   switch (format) {
-    case Format::kText:
-      print_conversation(**summary, *turns, out);
-      break;
-    case Format::kMarkdown:
-      print_markdown(**summary, *turns, out);
-      break;
-    case Format::kJson:
-      print_json(conversation_json(**summary, *turns), out);
-      break;
+    case Format::kText: print_conversation(**summary, *turns, out); break;
+    case Format::kMarkdown: print_markdown(**summary, *turns, out); break;
+    case Format::kJson: print_json(conversation_json(**summary, *turns), out); break;
   }
   return kExitOk;
 }
@@ -260,7 +269,7 @@ int log_main(const std::vector<std::string>& args, std::ostream& out, std::ostre
   if (db) {
     auto listed = db->list(count);
     if (!listed) {
-      err << "quip: " << listed.error().message << '\n';
+      print_error(err, "quip", listed.error().message);
       return kExitFailure;
     }
     list = std::move(*listed);
@@ -276,16 +285,16 @@ int log_main(const std::vector<std::string>& args, std::ostream& out, std::ostre
   for (const ConversationSummary& c : list) {
     id_width = std::max(id_width, std::to_string(c.id).size());
     turns_width = std::max(turns_width, std::to_string(c.turns).size());
-    model_width = std::max(model_width, printable(model_name(c.model_path), 200).size());
+    model_width = std::max(model_width, model_name(c.model_path).size());
   }
   for (const ConversationSummary& c : list) {
     const std::string id = std::to_string(c.id), turns = std::to_string(c.turns);
-    const std::string model = printable(model_name(c.model_path), 200);
+    const std::string model = model_name(c.model_path);
     std::string line = std::string(id_width - id.size(), ' ') + id + "  " +
                        format_time(c.updated_ms) + "  " +
                        std::string(turns_width - turns.size(), ' ') + turns +
                        (c.turns == 1 ? " turn   " : " turns  ") + model +
-                       std::string(model_width - model.size(), ' ') + "  " + c.title;
+                       std::string(model_width - model.size(), ' ') + "  " + title_text(c.title);
     while (!line.empty() && line.back() == ' ') line.pop_back();
     out << line << '\n';
   }
@@ -332,12 +341,12 @@ int rm_main(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   }
   auto db = Store::open(*path);
   if (!db) {
-    err << "quip: " << db.error().message << '\n';
+    print_error(err, "quip", db.error().message);
     return kExitBadData;
   }
   // An unknown id gets remove()'s own "no conversation 42".
   if (auto r = db->remove(id); !r) {
-    err << "quip: " << r.error().message << '\n';
+    print_error(err, "quip", r.error().message);
     return kExitFailure;
   }
   return kExitOk;

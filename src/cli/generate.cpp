@@ -21,6 +21,7 @@
 #include "cli/exit_status.h"
 #include "cli/loaded_model.h"
 #include "cli/prompt_input.h"
+#include "cli/report.h"
 #include "cli/usage.h"
 #include "engine/generate.h"
 #include "base/paths.h"
@@ -304,7 +305,7 @@ int generate_main(const std::vector<std::string>& args, std::ostream& out, std::
   add_options(app, f);
   if (std::optional<int> status = parse_args(app, args, out, err)) return *status;
   const auto fail = [&](const Failure& failure) {
-    err << "quip: " << failure.message << '\n';
+    print_error(err, "quip", failure.message);
     return failure.status;
   };
   if (f.template_file) f.settings.template_file = *f.template_file;
@@ -419,7 +420,7 @@ int generate_main(const std::vector<std::string>& args, std::ostream& out, std::
                            max_cache_bytes);
       std::vector<std::string> warnings;
       restored = prefix_cache->restore(prompt.tokens, fwd.cache(), warnings);
-      for (const std::string& w : warnings) err << "quip: warning: " << w << '\n';
+      for (const std::string& w : warnings) print_warning(err, "quip", w);
     }
   }
   const auto t_loaded = std::chrono::steady_clock::now();
@@ -484,7 +485,7 @@ int generate_main(const std::vector<std::string>& args, std::ostream& out, std::
     // An interrupted prompt may leave the cache short of what was restored.
     const size_t from = std::min(restored, fwd.cache().size());
     if (auto saved = prefix_cache->save(sequence, fwd.cache(), from, marks); !saved) {
-      err << "quip: warning: prefix cache: " << saved.error().message << '\n';
+      print_warning(err, "quip", "prefix cache: " + saved.error().message);
     }
   }
 
@@ -571,7 +572,7 @@ int generate_main(const std::vector<std::string>& args, std::ostream& out, std::
         << " ms, load " << std::lround(ms_between(t_start, t_loaded)) << " ms\n";
   }
   if (!store_error.empty()) {
-    err << "quip: the answer was not recorded: " << store_error << '\n';
+    print_error(err, "quip", "the answer was not recorded: " + store_error);
     if (!interrupted) return kExitFailure;
   }
   return interrupted ? kExitInterrupted : kExitOk;

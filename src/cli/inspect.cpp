@@ -10,6 +10,7 @@
 
 #include "base/text.h"
 #include "cli/exit_status.h"
+#include "cli/report.h"
 #include "cli/usage.h"
 #include "gguf/keys.h"
 #include "gguf/reader.h"
@@ -246,7 +247,8 @@ void print_json(const GgufFile& f, const Summary& s, std::ostream& out) {
   }
   j["tensors"] = std::move(tensors);
   // Strings in a file need not be UTF-8; JSON output must be.
-  out << j.dump(2, ' ', false, Json::error_handler_t::replace) << '\n';
+  // terminal_safe_json: C1 controls and DEL in metadata strings as \u escapes.
+  out << terminal_safe_json(j.dump(2, ' ', false, Json::error_handler_t::replace)) << '\n';
 }
 
 void print_text(const GgufFile& f, const Summary& s, bool list_tensors, std::ostream& out) {
@@ -322,7 +324,7 @@ int inspect_main(const std::vector<std::string>& args, std::ostream& out, std::o
 
   auto file = GgufFile::open(path);
   if (!file) {
-    err << "quip: " << file.error().message << '\n';
+    print_error(err, "quip", file.error().message);
     return kExitBadData;
   }
   const Summary s = summarize(*file);

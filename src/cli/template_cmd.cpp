@@ -7,6 +7,7 @@
 #include "chat/turn_prompt.h"
 #include "cli/exit_status.h"
 #include "cli/prompt_input.h"
+#include "cli/report.h"
 #include "cli/usage.h"
 #include "gguf/reader.h"
 #include "tokenizer/tokenizer.h"
@@ -38,7 +39,7 @@ int template_main(const std::vector<std::string>& args, std::ostream& out, std::
   app.add_option("MESSAGES", messages_file, "a JSON file of messages; '-' or none reads stdin");
   if (std::optional<int> status = parse_args(app, args, out, err)) return *status;
   const auto fail = [&](int status, const std::string& message) {
-    err << "quip template: " << message << '\n';
+    print_error(err, "quip template", message);
     return status;
   };
   if (!model && !template_file) return fail(kExitUsage, "give -m MODEL or --template FILE");

@@ -1,11 +1,10 @@
 #include "cli/tokenize.h"
 
-#include <cstdio>
-
 #include "base/paths.h"
 #include "base/text.h"
 #include "cli/exit_status.h"
 #include "cli/prompt_input.h"
+#include "cli/report.h"
 #include "cli/usage.h"
 #include "gguf/reader.h"
 #include "tokenizer/tokenizer.h"
@@ -15,34 +14,10 @@ namespace quip::cli {
 namespace {
 
 // A token's bytes on one line: backslash, tab, newline and carriage return as
-// C escapes, other control bytes and bytes that are not UTF-8 as \xNN.
+// C escapes, other controls (C1 included) and bytes that are not UTF-8
+// escaped as everywhere else.
 std::string escape_piece(std::string_view piece) {
-  std::string out;
-  for (size_t i = 0; i < piece.size();) {
-    const char c = piece[i];
-    const size_t n = utf8_sequence_length(piece, i);
-    if (c == '\\') {
-      out += "\\\\";
-    } else if (c == '\t') {
-      out += "\\t";
-    } else if (c == '\n') {
-      out += "\\n";
-    } else if (c == '\r') {
-      out += "\\r";
-    } else if (n == 0 || (n == 1 && (static_cast<unsigned char>(c) < 0x20 || c == 0x7F))) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\x%02X", static_cast<unsigned char>(c));
-      out += buf;
-      i += 1;
-      continue;
-    } else {
-      out.append(piece.substr(i, n));
-      i += n;
-      continue;
-    }
-    i += 1;
-  }
-  return out;
+  return escape_for_terminal(piece, {.c_escapes = true});
 }
 
 }  // namespace
@@ -67,7 +42,7 @@ int tokenize_main(const std::vector<std::string>& args, std::ostream& out, std::
     auto limit = input_limit();
     auto read = limit ? read_stdin_input(*limit) : Result<std::string>(limit.error());
     if (!read) {
-      err << "quip tokenize: " << read.error().message << '\n';
+      print_error(err, "quip tokenize", read.error().message);
       return kExitUsage;
     }
     text = std::move(*read);
@@ -77,12 +52,12 @@ int tokenize_main(const std::vector<std::string>& args, std::ostream& out, std::
 
   auto file = gguf::GgufFile::open(model);
   if (!file) {
-    err << "quip: " << file.error().message << '\n';
+    print_error(err, "quip", file.error().message);
     return kExitBadData;
   }
   auto tokenizer = tokenizer::Tokenizer::load(*file, {.cache_dir = cache_dir()});
   if (!tokenizer) {
-    err << "quip: " << tokenizer.error().message << '\n';
+    print_error(err, "quip", tokenizer.error().message);
     return kExitBadData;
   }
   const std::vector<tokenizer::TokenId> ids =

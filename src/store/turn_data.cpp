@@ -20,8 +20,7 @@ std::string encode_tokens(const std::vector<int32_t>& tokens) {
 
 Result<std::vector<int32_t>> decode_tokens(std::string_view bytes) {
   if (bytes.size() % 4 != 0) {
-    return Error{std::to_string(bytes.size()) +
-                 " bytes is not a whole number of 4-byte token ids"};
+    return Error{std::to_string(bytes.size()) + " bytes is not a whole number of 4-byte token ids"};
   }
   std::vector<int32_t> tokens(bytes.size() / 4);
   for (size_t i = 0; i < tokens.size(); ++i) {
@@ -103,7 +102,9 @@ std::string title_from_messages(std::string_view messages_json, size_t max_chars
       const char c = text[i];
       if (n == 1 && is_c_space(c)) {
         space = !title.empty();
-      } else if (!(n == 1 && (static_cast<unsigned char>(c) < 0x20 || c == 0x7F))) {
+      } else if (!(n == 1 && (static_cast<unsigned char>(c) < 0x20 || c == 0x7F)) &&
+                 !(n == 2 && static_cast<unsigned char>(c) == 0xC2 &&
+                   static_cast<unsigned char>(text[i + 1]) <= 0x9F)) {  // nor C1 controls
         if (chars + (space ? 1 : 0) >= max_chars) return title + "…";
         if (space) {
           title += ' ';
