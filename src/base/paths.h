@@ -5,11 +5,21 @@
 #include <filesystem>
 #include <optional>
 
+#include "base/result.h"
+
 namespace quip {
+
+// quip's own environment variables that are set but empty (QUIP_HOME=,
+// QUIP_CONFIG=, QUIP_SESSION=, QUIP_MAX_INPUT=) are mistakes, never "unset":
+// an empty QUIP_HOME falling back to the real home folders would write a
+// test's or a script's conversations into the user's own. The error names
+// the variable.
+Result<void> check_environment();
 
 // The folder for derived data that can always be rebuilt (vocabulary
 // indexes, the prefix cache): $QUIP_HOME/cache, else $XDG_CACHE_HOME/quip,
-// else $HOME/.cache/quip. Nullopt when none of these is set. The folder may
+// else $HOME/.cache/quip. Nullopt when none of these is set, or when
+// QUIP_HOME is set but empty (see check_environment). The folder may
 // not exist yet.
 std::optional<std::filesystem::path> cache_dir();
 

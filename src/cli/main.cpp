@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/paths.h"
 #include "base/text.h"
 #include "cli/bench.h"
 #include "cli/cache_cmd.h"
@@ -14,6 +15,7 @@
 #include "cli/exit_status.h"
 #include "cli/generate.h"
 #include "cli/inspect.h"
+#include "cli/report.h"
 #include "cli/template_cmd.h"
 #include "cli/tokenize.h"
 
@@ -74,6 +76,10 @@ int run(int argc, char** argv) {
   if (first == "--help" || first == "-h" || first == "help") {
     print_help(std::cout);
     return kExitOk;
+  }
+  if (auto env = quip::check_environment(); !env) {
+    quip::cli::print_error(std::cerr, "quip", env.error().message);
+    return kExitUsage;
   }
   for (const Subcommand& s : kSubcommands) {
     if (first == s.name) {
