@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 #include <ctime>
+#include <memory>
 
 namespace quip::chat {
 namespace {
@@ -64,8 +65,12 @@ Result<void> add_variables(std::vector<std::pair<std::string, Value>>& vars, con
   return {};
 }
 
+// The message of this thread's last render when it ended in raise_exception().
+thread_local std::string t_raised_message;
+
 template <class Json>
-Result<std::string> render_with(const jinja::Template& t, const Json& messages, const RenderOptions& options) {
+Result<std::string> render_with(const jinja::Template& t, const Json& messages,
+                                const RenderOptions& options) {
   std::vector<std::pair<std::string, Value>> vars;
   // Later entries win in Template::render, so extra comes first and the
   // named variables last.
@@ -73,7 +78,10 @@ Result<std::string> render_with(const jinja::Template& t, const Json& messages, 
   if (auto r = add_variables(vars, options.extra_ordered); !r) return r.error();
   Result<Value> message_list = jinja::from_json(messages);
   if (!message_list) return message_list.error().with_context("messages");
-  vars.emplace_back("raise_exception", native("raise_exception", [](Evaluator&, CallArgs& a) -> Result<Value> {
+  auto raised = std::make_shared<bool>(false);
+  vars.emplace_back("raise_exception",
+                    native("raise_exception", [raised](Evaluator&, CallArgs& a) -> Result<Value> {
+                      *raised = true;
                       return Error{a.positional.empty() ? std::string("raise_exception() called")
                                                         : jinja::to_str(a.positional[0])};
                     }));
@@ -85,10 +93,17 @@ Result<std::string> render_with(const jinja::Template& t, const Json& messages, 
   vars.emplace_back("add_generation_prompt", Value::boolean(options.add_generation_prompt));
   vars.emplace_back("bos_token", Value::string(options.bos_token));
   vars.emplace_back("eos_token", Value::string(options.eos_token));
-  return t.render(vars, options.limits);
+  Result<std::string> out = t.render(vars, options.limits);
+  // The error of a raise_exception() is the last thing the render did.
+  t_raised_message = !out && *raised ? out.error().message : std::string();
+  return out;
 }
 
 }  // namespace
+
+bool raised_by_template(const Error& error) {
+  return !t_raised_message.empty() && error.message.ends_with(t_raised_message);
+}
 
 Result<ChatTemplate> ChatTemplate::parse(std::string_view source) {
   Result<jinja::Template> t = jinja::Template::parse(source);
@@ -96,7 +111,8 @@ Result<ChatTemplate> ChatTemplate::parse(std::string_view source) {
   return ChatTemplate(std::move(*t));
 }
 
-Result<std::string> ChatTemplate::render(const nlohmann::json& messages, const RenderOptions& options) const {
+Result<std::string> ChatTemplate::render(const nlohmann::json& messages,
+                                         const RenderOptions& options) const {
   return render_with(template_, messages, options);
 }
 

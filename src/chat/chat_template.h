@@ -7,11 +7,10 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
-
-#include <nlohmann/json.hpp>
 
 #include "base/result.h"
 #include "chat/jinja.h"
@@ -52,12 +51,19 @@ class ChatTemplate {
   Result<std::string> render(const nlohmann::json& messages, const RenderOptions& options) const;
   // The same with message objects in their given key order (tojson of a
   // message, or of its tool calls, then prints the keys in that order).
-  Result<std::string> render(const nlohmann::ordered_json& messages, const RenderOptions& options) const;
+  Result<std::string> render(const nlohmann::ordered_json& messages,
+                             const RenderOptions& options) const;
 
  private:
   explicit ChatTemplate(jinja::Template t) : template_(std::move(t)) {}
   jinja::Template template_;
 };
+
+// Whether `error` (as returned by this thread's last render, or with context
+// added in front) came from the template calling raise_exception(): the
+// template refusing the messages it was given, rather than failing on an
+// error of its own.
+bool raised_by_template(const Error& error);
 
 // The ChatML template llama.cpp falls back to for models without one
 // (<|im_start|>ROLE\nCONTENT<|im_end|>\n per message, then

@@ -279,7 +279,10 @@ Outcome<Prompt> build_prompt(const Flags& f, const Settings& s, const LoadedMode
     for (const auto& msg : p.added) messages.push_back(msg);
     turn = chat::first_turn_prompt(*tmpl, tok, messages, options);
   }
-  if (!turn) return Failure{kExitUsage, "chat template: " + turn.error().message};
+  if (!turn) {
+    return Failure{template_failure_status(turn.error(), !s.template_file),
+                   template_failure_message(turn.error(), m.file->name(), s.template_file)};
+  }
   p.text = whole_text(std::span(turn->tokens).first(turn->stored), turn->text);
   p.tokens = std::move(turn->tokens);
   p.shared = turn->shared;

@@ -1,6 +1,10 @@
 // quip: a local LLM for the Unix shell. This file only dispatches to the
 // subcommands; each lives in its own file under cli/.
+#include <poll.h>
+#include <unistd.h>
+
 #include <cerrno>
+#include <csignal>
 #include <cstring>
 #include <iostream>
 #include <string>
@@ -41,8 +45,7 @@ constexpr Subcommand kSubcommands[] = {
     {"log", "list the most recent conversations (-n N, --json)", quip::cli::log_main},
     {"rm", "delete a conversation", quip::cli::rm_main},
     {"show", "show a conversation's turns (--json)", quip::cli::show_main},
-    {"template", "render messages with a chat template (-m, --template)",
-     quip::cli::template_main},
+    {"template", "render messages with a chat template (-m, --template)", quip::cli::template_main},
     {"tokenize", "print the tokens of a text (--ids, --no-bos, --parse-special)",
      quip::cli::tokenize_main},
 };
@@ -50,7 +53,8 @@ constexpr Subcommand kSubcommands[] = {
 void print_help(std::ostream& out) {
   out << "quip: a local LLM for the Unix shell\n\n"
          "Usage:\n"
-         "  quip [OPTIONS] PROMPT...     answer a prompt; stdin, when piped, comes first as context\n"
+         "  quip [OPTIONS] PROMPT...     answer a prompt; stdin, when piped, comes first as "
+         "context\n"
          "  quip -c PROMPT...            continue this terminal's last conversation\n"
          "  quip --cid ID[@N] PROMPT...  continue conversation ID (from turn N: a fork)\n"
          "  quip --raw PROMPT...         continue a text as it is, without the chat template\n"
@@ -59,12 +63,16 @@ void print_help(std::ostream& out) {
   for (const Subcommand& s : kSubcommands) {
     out << "  " << s.name << std::string(12 - s.name.size(), ' ') << s.summary << '\n';
   }
-  out << "\n" << quip::cli::generate_options_help()
+  out << "\n"
+      << quip::cli::generate_options_help()
       << "\nRun 'quip COMMAND --help' for the options of a command.\n"
          "Config: ~/.config/quip/config.toml (see README.md); QUIP_HOME moves config, data and\n"
          "cache under one folder.\n"
-         "\nExit status: 0 success, 1 runtime failure (also: the answer was printed but not\n"
-         "recorded), 2 usage or config error, 3 unusable model or data file, 130 interrupted.\n";
+         "QUIP_MAX_INPUT sets the prompt input limit (default 64MiB).\n"
+         "\nExit status: 0 success (also when the reader of the output went away), 1 runtime\n"
+         "failure (also: the answer was printed but not recorded), 2 usage, config or input\n"
+         "error (and a template's raise_exception), 3 unusable model or data file, 130\n"
+         "interrupted.\n";
 }
 
 int run(int argc, char** argv) {
@@ -92,8 +100,17 @@ int run(int argc, char** argv) {
   return quip::cli::generate_main(args, std::cout, std::cerr);
 }
 
+// Whether stdout is a pipe or socket whose reader has gone (poll reports
+// POLLERR on the write end of such a pipe).
+bool reader_gone() {
+  pollfd p{STDOUT_FILENO, POLLOUT, 0};
+  return ::poll(&p, 1, 0) == 1 && (p.revents & POLLERR) != 0;
+}
+
 // The exit status of a command that returned `status`, once its output is
-// flushed: a full disk or a closed file must not pass for success.
+// flushed: a full disk or a closed file must not pass for success. The one
+// rule for every command: the reader going away (`quip ... | head`) ends
+// it quietly with the status it had, as if the rest had been read.
 int finish(int status) {
   // A write that failed already (a large one goes straight to the file) left
   // its errno; otherwise the flush says.
@@ -104,7 +121,7 @@ int finish(int status) {
     e = errno;
   }
   if (std::cout) return status;
-  if (e == EPIPE) return status;  // the reader went away: end quietly
+  if (e == EPIPE || reader_gone()) return status;  // the reader went away: end quietly
   std::cerr << "quip: cannot write the output"
             << (e != 0 ? std::string(": ") + std::strerror(e) : "") << '\n';
   return status == kExitOk ? kExitFailure : status;
@@ -113,6 +130,9 @@ int finish(int status) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // A closed pipe is an EPIPE write error, seen and handled in finish(),
+  // never a death by SIGPIPE (status 141) halfway through a command.
+  std::signal(SIGPIPE, SIG_IGN);
   std::ios::sync_with_stdio(false);
   return finish(run(argc, argv));
 }

@@ -3,6 +3,8 @@
 #include <cstdio>
 
 #include "base/text.h"
+#include "chat/chat_template.h"
+#include "cli/exit_status.h"
 
 namespace quip::cli {
 
@@ -42,6 +44,17 @@ std::string terminal_safe_json(std::string json) {
     }
   }
   return out;
+}
+
+int template_failure_status(const Error& error, bool models_own_template) {
+  if (chat::raised_by_template(error)) return kExitUsage;
+  return models_own_template ? kExitBadData : kExitUsage;
+}
+
+std::string template_failure_message(const Error& error, const std::string& model_file,
+                                     const std::optional<std::filesystem::path>& template_file) {
+  return (template_file ? template_file->string() : model_file + ": tokenizer.chat_template") +
+         ": " + error.message;
 }
 
 }  // namespace quip::cli

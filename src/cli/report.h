@@ -5,9 +5,13 @@
 // data and template messages, none of which may reach a terminal raw.
 #pragma once
 
+#include <filesystem>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <string_view>
+
+#include "base/result.h"
 
 namespace quip::cli {
 
@@ -21,5 +25,17 @@ void print_warning(std::ostream& err, std::string_view who, std::string_view mes
 // U+0080..U+009F written as \u escapes, which JSON allows: the same value,
 // safe on a terminal. (The dump already escapes C0 controls.)
 std::string terminal_safe_json(std::string json);
+
+// The exit status of a chat template that failed to parse or render. A
+// raise_exception() of the template refuses the messages it was given: a
+// usage error (2) on every path. Any other failure is the template's own:
+// bad data (3) when it is the model's, a usage error (2) when it is a file
+// the user gave (--template).
+int template_failure_status(const Error& error, bool models_own_template);
+
+// The message of a chat template that failed to render, naming the
+// template: "MODEL: tokenizer.chat_template: line 3: ..." or "FILE: ...".
+std::string template_failure_message(const Error& error, const std::string& model_file,
+                                     const std::optional<std::filesystem::path>& template_file);
 
 }  // namespace quip::cli

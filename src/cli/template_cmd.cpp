@@ -27,9 +27,10 @@ Result<std::string> read_text(const std::string& path) {
 }  // namespace
 
 int template_main(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
-  CLI::App app{"Print how a chat template renders a JSON list of {\"role\", \"content\"} "
-               "messages: the model's own (-m) or a file's (--template).",
-               "quip template"};
+  CLI::App app{
+      "Print how a chat template renders a JSON list of {\"role\", \"content\"} "
+      "messages: the model's own (-m) or a file's (--template).",
+      "quip template"};
   std::optional<std::string> model, template_file, messages_file;
   bool no_generation_prompt = false;
   app.add_option("-m,--model", model, "GGUF model: its template, BOS and EOS texts");
@@ -68,10 +69,15 @@ int template_main(const std::vector<std::string>& args, std::ostream& out, std::
     if (!text) return fail(kExitUsage, text.error().message);
     source = std::move(*text);
   }
-  const std::string template_name = template_file ? *template_file
-                                    : *model + ": tokenizer.chat_template";
+  const std::string template_name =
+      template_file ? *template_file : *model + ": tokenizer.chat_template";
   auto tmpl = chat::ChatTemplate::parse(source);
-  if (!tmpl) return fail(kExitBadData, template_name + ": " + tmpl.error().message);
+  // A model's own template that does not parse is bad data; a --template
+  // file the user wrote is a usage error (as on the main path).
+  if (!tmpl) {
+    return fail(template_file ? kExitUsage : kExitBadData,
+                template_name + ": " + tmpl.error().message);
+  }
 
   auto text = read_text(messages_name);
   if (!text) return fail(kExitUsage, text.error().message);
@@ -89,7 +95,10 @@ int template_main(const std::vector<std::string>& args, std::ostream& out, std::
     }
   }
   auto rendered = tmpl->render(messages, options);
-  if (!rendered) return fail(kExitFailure, template_name + ": " + rendered.error().message);
+  if (!rendered) {
+    return fail(template_failure_status(rendered.error(), !template_file),
+                template_name + ": " + rendered.error().message);
+  }
   out << *rendered;
   return kExitOk;
 }

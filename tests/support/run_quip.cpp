@@ -30,8 +30,8 @@ std::vector<std::string> environment_with(
   for (char** e = environ; *e != nullptr; ++e) {
     const std::string_view entry = *e;
     const std::string_view name = entry.substr(0, entry.find('='));
-    const bool changed = std::any_of(changes.begin(), changes.end(),
-                                     [&](const auto& c) { return c.first == name; });
+    const bool changed =
+        std::any_of(changes.begin(), changes.end(), [&](const auto& c) { return c.first == name; });
     if (!changed) env.emplace_back(entry);
   }
   for (const auto& [name, value] : changes) {
@@ -75,8 +75,19 @@ RunResult run_command(const std::vector<std::string>& command, const RunOptions&
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, options.stdin_from.c_str(), O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, out_path.c_str(),
-                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  int broken_pipe[2] = {-1, -1};
+  if (options.stdout_closed_pipe) {
+    if (::pipe(broken_pipe) != 0) {
+      ADD_FAILURE() << "pipe: " << std::strerror(errno);
+      return r;
+    }
+    ::close(broken_pipe[0]);  // no reader, ever
+    posix_spawn_file_actions_adddup2(&actions, broken_pipe[1], STDOUT_FILENO);
+    posix_spawn_file_actions_addclose(&actions, broken_pipe[1]);
+  } else {
+    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, out_path.c_str(),
+                                     O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  }
   posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, err_path.c_str(),
                                    O_WRONLY | O_CREAT | O_TRUNC, 0644);
   pid_t pid;
@@ -84,8 +95,19 @@ RunResult run_command(const std::vector<std::string>& command, const RunOptions&
   std::vector<char*> envp;
   for (std::string& s : env_strings) envp.push_back(s.data());
   envp.push_back(nullptr);
-  const int rc = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), envp.data());
+  // The child starts with default signal dispositions (SIGPIPE included),
+  // whatever this process does with them.
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  sigset_t defaults;
+  sigemptyset(&defaults);
+  sigaddset(&defaults, SIGPIPE);
+  posix_spawnattr_setsigdefault(&attr, &defaults);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF);
+  const int rc = posix_spawn(&pid, argv[0], &actions, &attr, argv.data(), envp.data());
+  posix_spawnattr_destroy(&attr);
   posix_spawn_file_actions_destroy(&actions);
+  if (broken_pipe[1] >= 0) ::close(broken_pipe[1]);
   if (rc != 0) {
     ADD_FAILURE() << "cannot start " << argv[0] << ": " << std::strerror(rc);
     return r;
@@ -135,7 +157,7 @@ RunResult run_command(const std::vector<std::string>& command, const RunOptions&
     r.status = 128 + WTERMSIG(wstatus);
     r.killed = true;
   }
-  if (options.stdout_to.empty()) r.out = read_file(out_path);
+  if (options.stdout_to.empty() && !options.stdout_closed_pipe) r.out = read_file(out_path);
   r.err = read_file(err_path);
   return r;
 }

@@ -26,10 +26,10 @@ class TempDir {
 };
 
 struct RunResult {
-  int status = -1;      // the exit status, or 128 + signal number
+  int status = -1;         // the exit status, or 128 + signal number
   bool killed = false;     // ended by a signal rather than exit()
   bool timed_out = false;  // killed after RunOptions::timeout_ms
-  std::string out;      // empty when stdout went elsewhere
+  std::string out;         // empty when stdout went elsewhere
   std::string err;
 };
 
@@ -45,6 +45,9 @@ struct RunOptions {
   // Kill the process (SIGKILL) if it runs longer than this (0: no limit),
   // setting RunResult::timed_out: a hang fails the test instead of hanging it.
   int timeout_ms = 0;
+  // stdout is a pipe whose reader has already gone: every write fails with
+  // EPIPE (or kills with SIGPIPE), as with `quip ... | head -c 0`.
+  bool stdout_closed_pipe = false;
 };
 
 // Runs QUIP_BINARY with `args`; a start failure is a test failure.
