@@ -6,6 +6,7 @@
 #include <charconv>
 #include <ctime>
 #include <filesystem>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
 
@@ -257,11 +258,15 @@ int log_main(const std::vector<std::string>& args, std::ostream& out, std::ostre
                "quip log"};
   int count = kDefaultLogCount;
   bool json = false;
-  app.add_option("-n,--count", count, "how many to list (0: all)")
-      ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+  app.add_option("-n,--count", count, "how many to list (0: all)")->capture_default_str();
   app.add_flag("--json", json, "print a JSON array of objects instead");
   if (std::optional<int> status = parse_args(app, args, out, err)) return *status;
+  if (count < 0) {
+    print_error(err, "quip log",
+                "--count " + std::to_string(count) + " is not in [0, " +
+                    std::to_string(std::numeric_limits<int>::max()) + "] (0: all)");
+    return kExitUsage;
+  }
 
   std::optional<Store> db;
   if (auto status = open_for_reading(db, err)) return *status;
