@@ -112,6 +112,10 @@ ReadFile read_file(const fs::path& path, size_t limit) {
   }
   if (st.st_size < 0 || static_cast<uint64_t>(st.st_size) > limit) {
     r.kind = ReadFile::kBadSize;
+    // Its first bytes: whether it is quip's at all.
+    r.bytes.resize(sizeof kMagic);
+    const ssize_t n = ::read(fd->get(), r.bytes.data(), r.bytes.size());
+    r.bytes.resize(n > 0 ? static_cast<size_t>(n) : 0);
     return r;
   }
   make_private(fd->get());  // a file from before segments were 0600
@@ -162,6 +166,13 @@ uint64_t checksum(const Header& h, std::span<const uint8_t> payload) {
   return sum;
 }
 
+// Whether a file's first bytes are quip's: they begin with the magic (or
+// with its start, for a file cut shorter than it; an empty file too).
+bool is_quips(std::span<const uint8_t> first) {
+  return first.empty() ||
+         std::memcmp(first.data(), kMagic, std::min(first.size(), sizeof kMagic)) == 0;
+}
+
 // A segment's file, checked against what the caller expects of it.
 struct Segment {
   Header header;
@@ -200,7 +211,8 @@ size_t PrefixCache::restore(std::span<const int32_t> tokens, engine::KvCache& ca
     present.erase(key);
   };
   // Something with a segment's name that quip did not write (a FIFO, a
-  // folder): one warning, never used, and left for its owner.
+  // file in another format): one warning, never used, and left for its
+  // owner (quip removes only files it can tell are its own).
   const auto ignore = [&](uint64_t key, const std::string& why) {
     warnings.push_back("prefix cache: ignoring " + (model_dir() / key_name(key)).string() + ": " +
                        why);
@@ -215,22 +227,28 @@ size_t PrefixCache::restore(std::span<const int32_t> tokens, engine::KvCache& ca
     switch (file.kind) {
       case ReadFile::kOk: break;
       case ReadFile::kGone: present.erase(key); return std::nullopt;  // evicted meanwhile
-      case ReadFile::kBadSize: discard(key, "its size does not fit its place"); return std::nullopt;
+      case ReadFile::kBadSize:
+        if (is_quips(file.bytes)) {
+          discard(key, "its size does not fit its place");
+        } else {
+          ignore(key, "not a quip cache file");
+        }
+        return std::nullopt;
       case ReadFile::kForeign:
       case ReadFile::kFailed: ignore(key, file.why); return std::nullopt;
     }
     std::vector<uint8_t>* bytes = &file.bytes;
+    if (!is_quips(*bytes)) {
+      ignore(key, "not a quip cache file");
+      return std::nullopt;
+    }
     Segment s;
     if (bytes->size() < sizeof(Header)) {
-      discard(key, "truncated");
+      discard(key, bytes->empty() ? "zero-length" : "truncated");
       return std::nullopt;
     }
     std::memcpy(&s.header, bytes->data(), sizeof(Header));
     const Header& h = s.header;
-    if (std::memcmp(h.magic, kMagic, sizeof kMagic) != 0) {
-      discard(key, "not a quip cache file");
-      return std::nullopt;
-    }
     if (h.version != kFormatVersion) {
       discard(key, "format version " + std::to_string(h.version) + ", expected " +
                        std::to_string(kFormatVersion));
@@ -250,8 +268,8 @@ size_t PrefixCache::restore(std::span<const int32_t> tokens, engine::KvCache& ca
       discard(key, "truncated or padded");
       return std::nullopt;
     }
-    if (std::memcmp(bytes->data() + sizeof(Header), tokens.data() + h.begin,
-                    n * sizeof(int32_t)) != 0) {
+    if (std::memcmp(bytes->data() + sizeof(Header), tokens.data() + h.begin, n * sizeof(int32_t)) !=
+        0) {
       discard(key, "its tokens are not the ones its name says");
       return std::nullopt;
     }
@@ -277,7 +295,7 @@ size_t PrefixCache::restore(std::span<const int32_t> tokens, engine::KvCache& ca
       chain.push_back(std::move(*s));
     }
     if (at != 0) continue;  // a link is missing: try a shorter prefix
-    cache.reserve(end);       // once, not once per segment
+    cache.reserve(end);     // once, not once per segment
     for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
       const Header& h = it->header;
       const size_t n = h.end - h.begin;
@@ -335,8 +353,8 @@ Result<void> PrefixCache::save(std::span<const int32_t> tokens, const engine::Kv
     h.checksum = checksum(h, payload);
     head.assign(reinterpret_cast<const uint8_t*>(&h), reinterpret_cast<const uint8_t*>(&h + 1));
 
-    const fs::path temp = model_dir() / (std::string(kTempPrefix) + std::to_string(getpid()) +
-                                         "-" + std::to_string(counter++) + ".part");
+    const fs::path temp = model_dir() / (std::string(kTempPrefix) + std::to_string(getpid()) + "-" +
+                                         std::to_string(counter++) + ".part");
     if (auto w = write_file(temp, head, payload); !w) {
       fs::remove(temp, ec);
       return Error{"cannot write " + temp.string() + ": " + w.error().message};
@@ -355,69 +373,185 @@ Result<void> PrefixCache::save(std::span<const int32_t> tokens, const engine::Kv
 
 namespace {
 
+bool is_hex(std::string_view name) {
+  return std::all_of(name.begin(), name.end(),
+                     [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+}
+
+// A model folder: the 16 hex digits of gguf::fingerprint().
+bool is_model_folder_name(std::string_view name) {
+  return name.size() == 16 && is_hex(name);
+}
+
+bool is_temp_name(std::string_view name) {
+  return name.starts_with(kTempPrefix) && name.ends_with(".part");
+}
+
+// What a segment file's first bytes and size say of it: empty when it looks
+// like a whole segment; else why it is broken. `foreign` is set when it is
+// not quip's at all (it does not begin with quip's magic). The checksum is
+// not read: that needs the whole file, and restore() checks it anyway.
+std::string segment_problem(const fs::path& path, uint64_t size, bool& foreign) {
+  foreign = false;
+  if (size == 0) return "zero-length";
+  auto fd = open_regular_file(path);
+  if (!fd) return fd.error().message;
+  Header h{};
+  size_t got = 0;
+  while (got < sizeof h) {
+    const ssize_t n = ::read(fd->get(), reinterpret_cast<char*>(&h) + got, sizeof h - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    got += static_cast<size_t>(n);
+  }
+  if (!is_quips({reinterpret_cast<const uint8_t*>(&h), got})) {
+    foreign = true;
+    return "not a quip cache file";
+  }
+  if (got < sizeof h) return "truncated (" + std::to_string(size) + " bytes)";
+  if (h.version != kFormatVersion) return "format version " + std::to_string(h.version);
+  uint64_t position = 0, expected = 0;
+  const bool fits =
+      h.begin < h.end &&
+      checked_mul(uint64_t{h.n_layer} * 2 * sizeof(uint16_t), uint64_t{h.row_width}, &position) &&
+      checked_add(position, uint64_t{sizeof(int32_t)}, &position) &&
+      checked_mul(position, uint64_t{h.end - h.begin}, &expected) &&
+      checked_add(expected, uint64_t{sizeof(Header)}, &expected);
+  if (!fits || size < expected) return "truncated (" + std::to_string(size) + " bytes)";
+  if (size > expected) return "longer than its rows (" + std::to_string(size) + " bytes)";
+  return "";
+}
+
+using Clock = std::chrono::system_clock;
+
 struct CacheFile {
   fs::path path;
   uint64_t bytes;
-  fs::file_time_type time;
+  Clock::time_point time;  // last modified (restore() touches what it uses: the LRU clock)
 };
 
-Result<std::vector<CacheFile>> list_files(const fs::path& dir, CacheStats* stats) {
-  std::vector<CacheFile> files;
+// The folder's entries, sorted out. Modes of quip's own folders and files
+// are repaired on the way (0700 and 0600).
+struct Listing {
+  std::vector<CacheFile> segments;      // named as segments (and, checked, look whole)
+  std::vector<BrokenCacheFile> broken;  // quip's, unusable (only when checked)
+  std::vector<CacheFile> temps;         // a writer's temporary files
+  std::vector<fs::path> foreign;        // not quip's: never removed
+  std::vector<fs::path> model_folders;
+};
+
+Result<Listing> list_files(const fs::path& dir, bool check) {
+  Listing l;
   std::error_code ec;
-  if (!fs::exists(dir, ec)) return files;
-  const auto now = fs::file_time_type::clock::now();
-  make_private(dir);  // an older quip's folders and files were open to others
+  struct stat top {};
+  if (::lstat(dir.c_str(), &top) != 0) {
+    if (errno == ENOENT) return l;
+    return Error{"cannot read " + dir.string() + ": " + errno_text()};
+  }
+  if (!S_ISDIR(top.st_mode)) {
+    return Error{dir.string() + ": is " + std::string(file_kind_name(top.st_mode)) +
+                 ", expected the cache folder"};
+  }
+  make_private(dir);
   for (fs::directory_iterator models(dir, ec), end; !ec && models != end; models.increment(ec)) {
-    if (!models->is_directory(ec)) continue;
-    make_private(models->path());
-    if (stats != nullptr) ++stats->models;
-    for (fs::directory_iterator it(models->path(), ec); !ec && it != end; it.increment(ec)) {
-      const std::string name = it->path().filename().string();
-      std::error_code fe;
-      const auto time = it->last_write_time(fe);
-      const uint64_t size = it->file_size(fe);
-      if (fe) continue;  // removed meanwhile
-      if (name.starts_with(kTempPrefix)) {
-        // A writer killed before its rename left this.
-        if (now - time > kStaleTemp) fs::remove(it->path(), fe);
+    const fs::path folder = models->path();
+    struct stat fst {};
+    if (::lstat(folder.c_str(), &fst) != 0) continue;  // removed meanwhile
+    if (!S_ISDIR(fst.st_mode) || !is_model_folder_name(folder.filename().string())) {
+      l.foreign.push_back(folder);
+      continue;
+    }
+    l.model_folders.push_back(folder);
+    make_private(folder);
+    std::error_code fe;
+    for (fs::directory_iterator it(folder, fe); !fe && it != end; it.increment(fe)) {
+      const fs::path path = it->path();
+      const std::string name = path.filename().string();
+      struct stat st {};
+      if (::lstat(path.c_str(), &st) != 0) continue;  // removed meanwhile
+      uint64_t key = 0;
+      const bool segment_name = parse_key_name(name, key);
+      if (!S_ISREG(st.st_mode) || (!segment_name && !is_temp_name(name))) {
+        l.foreign.push_back(path);
         continue;
       }
-      uint64_t key = 0;
-      if (!parse_key_name(name, key)) continue;
-      make_private(it->path());
-      files.push_back({it->path(), size, time});
-      if (stats != nullptr) {
-        ++stats->files;
-        stats->bytes += size;
+      const auto since_epoch =
+          std::chrono::seconds(st.st_mtim.tv_sec) + std::chrono::nanoseconds(st.st_mtim.tv_nsec);
+      const CacheFile file{
+          path, static_cast<uint64_t>(st.st_size),
+          Clock::time_point(std::chrono::duration_cast<Clock::duration>(since_epoch))};
+      if (!segment_name) {
+        l.temps.push_back(file);
+        continue;
       }
+      // Segments from before they were written 0600.
+      if ((st.st_mode & 077) != 0 && !check) make_private(path);
+      if (check) {
+        bool foreign = false;
+        std::string problem = segment_problem(path, file.bytes, foreign);
+        if (foreign) {
+          l.foreign.push_back(path);
+          continue;
+        }
+        if ((st.st_mode & 077) != 0) make_private(path);
+        if (!problem.empty()) {
+          l.broken.push_back({path, file.bytes, std::move(problem)});
+          continue;
+        }
+      }
+      l.segments.push_back(file);
     }
   }
   if (ec) return Error{"cannot list " + dir.string() + ": " + ec.message()};
-  return files;
+  return l;
+}
+
+// Removes a file of the cache; false when it could not (gone meanwhile
+// counts as removed).
+bool remove_file(const fs::path& path) {
+  return ::unlink(path.c_str()) == 0 || errno == ENOENT;
+}
+
+// Temporary files a writer killed before its rename left behind.
+void remove_stale_temps(const Listing& l) {
+  const auto now = Clock::now();
+  for (const CacheFile& t : l.temps) {
+    if (now - t.time > kStaleTemp) remove_file(t.path);
+  }
 }
 
 }  // namespace
 
 Result<CacheStats> cache_stats(const fs::path& dir) {
+  auto l = list_files(dir, /*check=*/true);
+  if (!l) return l.error();
   CacheStats stats;
-  auto files = list_files(dir, &stats);
-  if (!files) return files.error();
+  stats.models = l->model_folders.size();
+  stats.files = l->segments.size();
+  for (const CacheFile& f : l->segments) stats.bytes += f.bytes;
+  for (const BrokenCacheFile& b : l->broken) stats.bytes += b.bytes;
+  stats.broken = std::move(l->broken);
+  stats.foreign = l->foreign.size();
   return stats;
 }
 
-Result<uint64_t> prune_cache(const fs::path& dir, uint64_t max_bytes) {
-  auto files = list_files(dir, nullptr);
-  if (!files) return files.error();
-  uint64_t total = 0;
-  for (const CacheFile& f : *files) total += f.bytes;
-  if (total <= max_bytes) return uint64_t{0};
-  std::sort(files->begin(), files->end(),
-            [](const CacheFile& a, const CacheFile& b) { return a.time < b.time; });
+Result<uint64_t> prune_cache(const fs::path& dir, uint64_t max_bytes, bool remove_broken) {
+  auto l = list_files(dir, /*check=*/remove_broken);
+  if (!l) return l.error();
+  remove_stale_temps(*l);
   uint64_t removed = 0;
-  for (const CacheFile& f : *files) {
+  for (const BrokenCacheFile& b : l->broken) {
+    if (remove_file(b.path)) removed += b.bytes;
+  }
+  std::vector<CacheFile>& files = l->segments;
+  uint64_t total = 0;
+  for (const CacheFile& f : files) total += f.bytes;
+  if (total <= max_bytes) return removed;
+  std::sort(files.begin(), files.end(),
+            [](const CacheFile& a, const CacheFile& b) { return a.time < b.time; });
+  for (const CacheFile& f : files) {
     if (total <= max_bytes) break;
-    std::error_code ec;
-    if (fs::remove(f.path, ec) || !ec) {  // removed, or another process did
+    if (remove_file(f.path)) {  // removed, or another process did
       total -= f.bytes;
       removed += f.bytes;
     }
@@ -425,12 +559,25 @@ Result<uint64_t> prune_cache(const fs::path& dir, uint64_t max_bytes) {
   return removed;
 }
 
-Result<void> clear_cache(const fs::path& dir) {
-  std::error_code ec;
-  if (!fs::exists(dir, ec)) return {};
-  fs::remove_all(dir, ec);
-  if (ec) return Error{"cannot remove " + dir.string() + ": " + ec.message()};
-  return {};
+Result<ClearReport> clear_cache(const fs::path& dir) {
+  auto l = list_files(dir, /*check=*/true);
+  if (!l) return l.error();
+  ClearReport report;
+  const auto remove = [&](const fs::path& path, uint64_t bytes) {
+    if (remove_file(path)) {
+      ++report.files;
+      report.bytes += bytes;
+    } else {
+      report.failed.push_back(path);
+    }
+  };
+  for (const CacheFile& f : l->segments) remove(f.path, f.bytes);
+  for (const BrokenCacheFile& b : l->broken) remove(b.path, b.bytes);
+  for (const CacheFile& t : l->temps) remove(t.path, t.bytes);
+  // A model folder goes when it is empty now (rmdir fails otherwise).
+  for (const fs::path& folder : l->model_folders) ::rmdir(folder.c_str());
+  report.left = std::move(l->foreign);
+  return report;
 }
 
 Result<uint64_t> parse_size(std::string_view text) {

@@ -69,21 +69,46 @@ class PrefixCache {
   uint64_t max_bytes_;
 };
 
-struct CacheStats {
-  uint64_t files = 0;
+// A file of the cache that quip wrote but cannot use: zero-length,
+// truncated, or of another format version.
+struct BrokenCacheFile {
+  std::filesystem::path path;
   uint64_t bytes = 0;
-  uint64_t models = 0;  // fingerprint folders
+  std::string problem;  // "zero-length", "truncated (12 bytes)", ...
 };
 
-// Statistics of the cache folder (all models).
+struct CacheStats {
+  uint64_t files = 0;   // segment files that look whole (header and size)
+  uint64_t bytes = 0;   // of those and of the broken ones
+  uint64_t models = 0;  // fingerprint folders
+  std::vector<BrokenCacheFile> broken;
+  uint64_t foreign = 0;  // entries that are not quip's (never touched)
+};
+
+// Statistics of the cache folder (all models). Each segment's header and
+// size are checked (not its checksum, which restore() checks).
 Result<CacheStats> cache_stats(const std::filesystem::path& dir);
 
 // Removes least recently used segment files (and stale temporary files)
-// until the folder holds at most max_bytes. Returns the bytes removed.
-Result<uint64_t> prune_cache(const std::filesystem::path& dir, uint64_t max_bytes);
+// until the folder holds at most max_bytes; with `remove_broken`, first the
+// broken ones too (which needs their headers read). Returns the bytes
+// removed.
+Result<uint64_t> prune_cache(const std::filesystem::path& dir, uint64_t max_bytes,
+                             bool remove_broken = false);
 
-// Removes every cache file.
-Result<void> clear_cache(const std::filesystem::path& dir);
+// What clear_cache did.
+struct ClearReport {
+  uint64_t files = 0;  // removed
+  uint64_t bytes = 0;
+  std::vector<std::filesystem::path> left;    // not quip's: left as they are
+  std::vector<std::filesystem::path> failed;  // quip's, but could not be removed
+};
+
+// Removes quip's files from the cache folder: segments (whole or broken)
+// and temporary files, by quip's names in quip's model folders, and model
+// folders left empty. Anything else (another program's file, a file with a
+// segment's name that is not in quip's format, a FIFO) is left and listed.
+Result<ClearReport> clear_cache(const std::filesystem::path& dir);
 
 // "4GiB", "512M", "1000000" (bytes) -> bytes; errors say what was expected.
 Result<uint64_t> parse_size(std::string_view text);

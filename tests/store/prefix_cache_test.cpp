@@ -1,6 +1,6 @@
 // The prefix cache on its own: KV rows of made-up values saved and restored
 // byte for byte, prefixes found at segment ends, and every broken, foreign or
-// out-of-date file ignored (with one warning) and removed.
+// out-of-date file ignored (with one warning) and removed when it is quip's.
 #include "store/prefix_cache.h"
 
 #include <gtest/gtest.h>
@@ -10,6 +10,7 @@
 
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <random>
 
 #include "support/run_quip.h"
@@ -148,6 +149,7 @@ TEST_F(PrefixCacheTest, BrokenFilesAreIgnoredWithAWarningAndRemoved) {
   struct Breakage {
     const char* name;
     void (*apply)(const fs::path&);
+    bool foreign = false;  // no longer quip's format: ignored, but left to its owner
   };
   const Breakage breakages[] = {
       {"a flipped row byte",
@@ -165,7 +167,8 @@ TEST_F(PrefixCacheTest, BrokenFilesAreIgnoredWithAWarningAndRemoved) {
       {"truncated", [](const fs::path& p) { fs::resize_file(p, fs::file_size(p) - 10); }},
       {"truncated to its header", [](const fs::path& p) { fs::resize_file(p, 40); }},
       {"empty", [](const fs::path& p) { fs::resize_file(p, 0); }},
-      {"padded", [](const fs::path& p) {
+      {"padded",
+       [](const fs::path& p) {
          std::ofstream f(p, std::ios::app | std::ios::binary);
          f << "extra";
        }},
@@ -175,7 +178,9 @@ TEST_F(PrefixCacheTest, BrokenFilesAreIgnoredWithAWarningAndRemoved) {
          f.seekp(8);
          f.put('\x02');
        }},
-      {"garbage", [](const fs::path& p) { testing::write_bytes(p, std::string(5000, 'x')); }},
+      {"garbage", [](const fs::path& p) { testing::write_bytes(p, std::string(5000, 'x')); }, true},
+      {"large garbage", [](const fs::path& p) { testing::write_bytes(p, std::string(50000, 'x')); },
+       true},
   };
   for (const Breakage& b : breakages) {
     SCOPED_TRACE(b.name);
@@ -203,6 +208,11 @@ TEST_F(PrefixCacheTest, BrokenFilesAreIgnoredWithAWarningAndRemoved) {
     EXPECT_EQ(restore(t, kv, &warnings), 64u) << "only the part before the broken segment";
     ASSERT_EQ(warnings.size(), 1u);
     EXPECT_NE(warnings[0].find(victim.filename().string()), std::string::npos) << warnings[0];
+    if (b.foreign) {
+      EXPECT_NE(warnings[0].find("not a quip cache file"), std::string::npos) << warnings[0];
+      ASSERT_TRUE(fs::exists(victim)) << "quip removed a file it did not write";
+      fs::remove(victim);
+    }
     EXPECT_FALSE(fs::exists(victim));
     // The call computes normally; saving again repairs the cache.
     engine::KvCache c(kLayers, kRowWidth);
@@ -229,7 +239,8 @@ TEST_F(PrefixCacheTest, ForeignFilesAreNeverUsed) {
   ASSERT_EQ(foreign.size(), 2u);
   for (const auto& f : own) {
     for (const auto& g : foreign) {
-      if (fs::file_size(f) == fs::file_size(g)) fs::copy_file(g, f, fs::copy_options::overwrite_existing);
+      if (fs::file_size(f) == fs::file_size(g))
+        fs::copy_file(g, f, fs::copy_options::overwrite_existing);
     }
   }
   std::vector<std::string> warnings;
@@ -297,6 +308,104 @@ TEST_F(PrefixCacheTest, ConcurrentProcessesKeepTheCacheValid) {
     EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
   }
   EXPECT_EQ(restore(tokens(200, 0), kv), 200u);
+}
+
+// A segment file of the model folder, by the position its rows begin at.
+fs::path segment_beginning_at(const fs::path& model_dir, uint32_t begin) {
+  for (const auto& e : fs::directory_iterator(model_dir)) {
+    std::ifstream in(e.path(), std::ios::binary);
+    std::vector<char> h(72);
+    if (!in.read(h.data(), 72)) continue;
+    uint32_t b;
+    std::memcpy(&b, h.data() + 56, 4);
+    if (b == begin) return e.path();
+  }
+  return {};
+}
+
+// `quip cache clear` removes quip's files only: segments (whole or broken)
+// and temporary files, by their names in quip's model folders. Everything
+// else stays and is listed.
+TEST_F(PrefixCacheTest, ClearRemovesOnlyQuipsFiles) {
+  const auto t = tokens(150);
+  const engine::KvCache kv = filled(150);
+  ASSERT_TRUE(cache().save(t, kv, 0, {}).ok());
+  const fs::path model = dir() / "0123456789abcdef";
+  ASSERT_EQ(files_under(model).size(), 3u);
+  // Quip's, broken: zero-length, truncated (the start of a real segment).
+  testing::write_bytes(model / "00000000000000aa.kv", "");
+  std::ifstream in(segment_beginning_at(model, 0), std::ios::binary);
+  std::string head(40, '\0');
+  in.read(head.data(), 40);
+  testing::write_bytes(model / "00000000000000bb.kv", head);
+  testing::write_bytes(model / "tmp-1-2.part", "half a file");
+  // Not quip's.
+  const std::vector<fs::path> foreign = {
+      dir() / "README",
+      dir() / "other" / "data.bin",
+      model / "notes.txt",
+      model / "00000000000000cc.kv",  // a segment's name, another format
+      model / "00000000000000dd.kv",  // a FIFO
+      dir() / "fedcba9876543210x"};
+  fs::create_directories(dir() / "other");
+  testing::write_bytes(foreign[0], "mine");
+  testing::write_bytes(foreign[1], "mine");
+  testing::write_bytes(foreign[2], "mine");
+  testing::write_bytes(foreign[3], "not a cache file");
+  ASSERT_EQ(::mkfifo(foreign[4].c_str(), 0600), 0);
+  testing::write_bytes(foreign[5], "mine");
+
+  auto report = clear_cache(dir());
+  ASSERT_TRUE(report.ok()) << report.error().message;
+  EXPECT_EQ(report->files, 6u) << "3 segments, 2 broken ones, 1 temporary file";
+  for (const fs::path& f : foreign) EXPECT_TRUE(fs::exists(fs::symlink_status(f))) << f;
+  for (const auto& e : fs::recursive_directory_iterator(dir())) {
+    const std::string name = e.path().filename().string();
+    EXPECT_FALSE(name == "tmp-1-2.part" || name == "00000000000000aa.kv" ||
+                 name == "00000000000000bb.kv")
+        << e.path();
+  }
+  EXPECT_EQ(report->left.size(), 6u);  // other/ counts as one
+  EXPECT_TRUE(report->failed.empty());
+  // A model folder left empty goes.
+  fs::remove(foreign[2]);
+  fs::remove(foreign[3]);
+  fs::remove(foreign[4]);
+  ASSERT_TRUE(clear_cache(dir()).ok());
+  EXPECT_FALSE(fs::exists(model));
+  EXPECT_TRUE(fs::exists(dir()));
+}
+
+// A zero-length or truncated segment is reported by cache_stats (no call
+// finds it unless it needs that prefix), and prune removes it.
+TEST_F(PrefixCacheTest, StatsReportBrokenSegmentsAndPruneRemovesThem) {
+  const auto t = tokens(150);
+  const engine::KvCache kv = filled(150);
+  ASSERT_TRUE(cache().save(t, kv, 0, {}).ok());
+  const fs::path model = dir() / "0123456789abcdef";
+  const fs::path middle = segment_beginning_at(model, 64);
+  ASSERT_FALSE(middle.empty());
+  fs::resize_file(middle, fs::file_size(middle) - 10);
+  const uint64_t cut = fs::file_size(middle);
+  testing::write_bytes(model / "00000000000000aa.kv", "");
+  auto stats = cache_stats(dir());
+  ASSERT_TRUE(stats.ok());
+  EXPECT_EQ(stats->files, 2u);
+  ASSERT_EQ(stats->broken.size(), 2u);
+  std::map<std::string, std::string> problems;
+  for (const BrokenCacheFile& b : stats->broken) problems[b.path.filename().string()] = b.problem;
+  EXPECT_EQ(problems["00000000000000aa.kv"], "zero-length");
+  EXPECT_EQ(problems[middle.filename().string()].substr(0, 9), "truncated");
+  EXPECT_EQ(stats->foreign, 0u);
+
+  auto removed = prune_cache(dir(), kDefaultCacheBytes, /*remove_broken=*/true);
+  ASSERT_TRUE(removed.ok());
+  EXPECT_EQ(*removed, cut);  // the two broken files (one is empty), nothing else
+  EXPECT_FALSE(fs::exists(middle));
+  EXPECT_FALSE(fs::exists(model / "00000000000000aa.kv"));
+  stats = cache_stats(dir());
+  EXPECT_TRUE(stats->broken.empty());
+  EXPECT_EQ(stats->files, 2u);
 }
 
 // Segments are 0600 and the folders 0700, the cache folder above kv/
