@@ -12,6 +12,7 @@
 
 #include "gguf/types.h"
 #include "kernels/dot.h"
+#include "kernels/quantize.h"
 
 namespace quip::kernels {
 namespace {
@@ -65,6 +66,15 @@ TEST(DotCoverage, TheLoaderAcceptsTheTypesOfRealModels) {
         GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::IQ4_NL, GgmlType::Q2_K,
         GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::IQ4_XS}) {
     EXPECT_EQ(got.count(t), 1u) << gguf::traits(t).name;
+  }
+}
+
+// quip-synth writes every type the loader accepts with quip's own quantizers.
+TEST(DotCoverage, EveryLoadableTypeHasAQuantizer) {
+  for (uint32_t id = 0; id < gguf::kGgmlTypeIdEnd; ++id) {
+    const auto t = gguf::type_traits(id);
+    if (!t) continue;
+    EXPECT_EQ(can_quantize(t->type), has_dot(t->type)) << t->name;
   }
 }
 
