@@ -176,6 +176,9 @@ nlohmann::json json_result(const session::Request& request, const session::Promp
   nlohmann::json j;
   j["conversation"] = a.recorded ? nlohmann::json(a.recorded->conversation) : nlohmann::json();
   j["turn"] = a.recorded ? nlohmann::json(a.recorded->turn) : nlohmann::json();
+  j["forked_from"] = a.forked_from ? nlohmann::json{{"conversation", a.forked_from->first},
+                                                    {"turn", a.forked_from->second}}
+                                   : nlohmann::json();
   j["text"] = escape_invalid_utf8(a.text);
   j["tokens"] = a.tokens;
   j["prompt_tokens"] = prompt.tokens;
@@ -365,6 +368,12 @@ int generate_main(const std::vector<std::string>& args, std::ostream& out, std::
     return write_errno == EPIPE ? kExitOk : kExitFailure;
   }
 
+  if (answer.branched && answer.recorded) {
+    err << "quip: note: conversation " << answer.forked_from->first
+        << " moved on while this call ran; its turn is recorded as conversation "
+        << answer.recorded->conversation << ", a branch after turn " << answer.forked_from->second
+        << '\n';
+  }
   if (f.json) out << json_result(request, prompt, answer).dump() << '\n';
   if (f.stats) {
     const auto& u = answer.usage;

@@ -130,7 +130,6 @@ Outcome<Prompt> build_chat_prompt(const LoadedModel& m, const Request& r) {
 void record(const LoadedModel& m, const Request& r, const Prompt& prompt, size_t n_ctx, Answer& a) {
   store::TurnRecord turn;
   const Base* base = r.base ? &*r.base : nullptr;
-  turn.conversation = base != nullptr && !base->fork_turn ? base->conversation : 0;
   std::error_code ec;
   const fs::path absolute = fs::absolute(r.model_path, ec);
   turn.model_path = (ec ? r.model_path : absolute).string();
@@ -148,19 +147,25 @@ void record(const LoadedModel& m, const Request& r, const Prompt& prompt, size_t
     return;
   }
   auto store = store::Store::open(*r.database);
-  if (store && base != nullptr && base->fork_turn) {
-    auto forked = store->fork(base->conversation, *base->fork_turn, turn.session);
-    if (forked) {
-      turn.conversation = *forked;
-    } else {
-      store = forked.error();
-    }
-  }
   if (!store) {
     a.store_error = store.error().message;
     return;
   }
-  auto recorded = store->record_turn(std::move(turn));
+  Result<store::TurnRecord> recorded = Error{};
+  if (base == nullptr) {
+    recorded = store->record_turn(std::move(turn));
+  } else {
+    // The turn was computed from the base's last turn: it follows that
+    // turn, in a branch when asked (--cid ID@N) or when the conversation
+    // moved on meanwhile.
+    const int after = base->turns.back().turn;
+    turn.conversation = base->conversation;
+    recorded = store->record_continuation(std::move(turn), after, base->fork_turn.has_value());
+    if (recorded && recorded->conversation != base->conversation) {
+      a.forked_from = std::pair(base->conversation, after);
+      a.branched = !base->fork_turn;
+    }
+  }
   if (recorded) {
     a.recorded = std::move(*recorded);
   } else {

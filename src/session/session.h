@@ -111,6 +111,12 @@ struct Answer {
   // was not recorded.
   std::optional<store::TurnRecord> recorded;
   std::string store_error;
+  // Recorded in a new conversation forked from (conversation, turn): asked
+  // for (Base::fork_turn), or `branched` because the conversation moved on
+  // while this call ran (another call recorded a turn), so that the record
+  // shows the history the model actually saw.
+  std::optional<std::pair<int64_t, int>> forked_from;
+  bool branched = false;
   std::vector<std::string> warnings;  // one line each (an unusable cache file, ...)
 };
 
