@@ -16,34 +16,43 @@ bool is_raw(const store::TurnRecord& turn) {
          messages[0].value("role", "") == kRawRole;
 }
 
-Result<Base> read_base(store::Store& store, const std::optional<ConversationRef>& ref,
-                       const std::string& session) {
+Outcome<Base> read_base(store::Store& store, const std::optional<ConversationRef>& ref,
+                        const std::string& session) {
   Base base;
+  base.database = store.path();
   if (!ref) {
     auto last = store.last_turn_in_session(session);
-    if (!last) return last.error();
+    if (!last) return failure(FailureKind::BadData, last.error());
     if (!*last) {
-      return Error{
-          "no conversation to continue in this terminal session "
-          "(start one without -c, or pick one from 'quip log' with --cid ID)"};
+      return Failure{FailureKind::Runtime,
+                     "no conversation to continue in this terminal session "
+                     "(start one without -c, or pick one from 'quip log' with --cid ID)"};
     }
     base.conversation = (*last)->conversation;
   } else {
     base.conversation = ref->id;
     base.fork_turn = ref->turn;
+    // Not there is the user's mistake; unreadable is the database's.
+    auto found = store.find(base.conversation);
+    if (!found) return failure(FailureKind::BadData, found.error());
+    if (!*found) {
+      return Failure{FailureKind::Runtime, "no conversation " + std::to_string(base.conversation)};
+    }
   }
   auto turns = store.turns(base.conversation);
-  if (!turns) return turns.error();
+  if (!turns) return failure(FailureKind::BadData, turns.error());
   base.turns = std::move(*turns);
   if (base.turns.empty()) {
-    return Error{"conversation " + std::to_string(base.conversation) + " has no turns"};
+    return Failure{FailureKind::Runtime,
+                   "conversation " + std::to_string(base.conversation) + " has no turns"};
   }
   if (base.fork_turn) {
     const int n = static_cast<int>(base.turns.size());
     if (*base.fork_turn > n) {
-      return Error{"--cid: conversation " + std::to_string(base.conversation) + " has " +
-                   std::to_string(n) + (n == 1 ? " turn" : " turns") + ", not " +
-                   std::to_string(*base.fork_turn)};
+      return Failure{FailureKind::Runtime, "--cid: conversation " +
+                                               std::to_string(base.conversation) + " has " +
+                                               std::to_string(n) + (n == 1 ? " turn" : " turns") +
+                                               ", not " + std::to_string(*base.fork_turn)};
     }
     // Even from the last turn a fork is a new conversation: the original
     // stays as it is.
@@ -87,10 +96,25 @@ Outcome<Base> find_base(const std::optional<fs::path>& database,
                        : std::string("no conversation to continue in this terminal session")};
   }
   auto store = store::Store::open_read_only(*database);
-  if (!store) return failure(FailureKind::Runtime, store.error());
-  auto base = read_base(*store, ref, session);
-  if (!base) return failure(FailureKind::Runtime, base.error());
-  return std::move(*base);
+  if (!store) return failure(FailureKind::BadData, store.error());
+  return read_base(*store, ref, session);
+}
+
+Result<void> check_stored_tokens(const Base& base, uint32_t n_vocab,
+                                 const std::string& model_name) {
+  if (base.turns.empty()) return {};
+  const store::TurnRecord& last = base.turns.back();
+  for (const std::vector<int32_t>* ids : {&last.prompt_tokens, &last.answer_tokens}) {
+    for (int32_t id : *ids) {
+      if (id >= 0 && static_cast<uint32_t>(id) < n_vocab) continue;
+      return Error{base.database.string() + ": conversation " + std::to_string(base.conversation) +
+                   " turn " + std::to_string(last.turn) + ": stored " +
+                   (ids == &last.prompt_tokens ? "prompt" : "answer") + " token id " +
+                   std::to_string(id) + " is not in [0, " + std::to_string(n_vocab) +
+                   "), the vocabulary of " + model_name + " (a damaged or foreign database)"};
+    }
+  }
+  return {};
 }
 
 nlohmann::json raw_messages(const std::string& text) {

@@ -213,6 +213,16 @@ size_t context_size(const LoadedModel& model, const Request& request) {
 }
 
 Outcome<Prompt> build_prompt(const LoadedModel& model, const Request& request) {
+  // A continuation with the model that made it reuses the stored tokens:
+  // they come from a file and are checked as input.
+  if (request.base && !request.base->turns.empty() &&
+      request.base->turns.back().model_fingerprint == model.fingerprint) {
+    if (auto ok =
+            check_stored_tokens(*request.base, model.model.hparams().n_vocab, model.file->name());
+        !ok) {
+      return failure(FailureKind::BadData, ok.error());
+    }
+  }
   return request.raw ? build_raw_prompt(model, request) : build_chat_prompt(model, request);
 }
 

@@ -3,6 +3,7 @@
 // Every recorded turn must have been computed from its recorded parent:
 // its prompt starts with the parent's stored prompt and answer tokens.
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -49,8 +50,31 @@ class ContinuationCli : public ::testing::Test {
     return std::move(*s);
   }
 
+  std::filesystem::path db_file() const { return home_.path() / "data" / "quip.db"; }
+
+  // A failed call: status, nothing on stdout, one line on stderr.
+  RunResult expect_failure(std::vector<std::string> args, int status) {
+    const RunResult r = testing::run_quip(args, options());
+    EXPECT_EQ(r.status, status) << testing::describe(args, r);
+    EXPECT_EQ(r.out, "");
+    EXPECT_EQ(testing::count_lines(r.err), 1u) << testing::describe(args, r);
+    return r;
+  }
+
   testing::TempDir home_;
 };
+
+// Runs SQL statements on `file` with the schema's checks off, as a bug or
+// another tool might write.
+void damage(const std::filesystem::path& file, const std::string& sql) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(file.c_str(), &db), SQLITE_OK);
+  EXPECT_EQ(sqlite3_exec(db, ("PRAGMA ignore_check_constraints = 1; " + sql).c_str(), nullptr,
+                         nullptr, nullptr),
+            SQLITE_OK)
+      << sqlite3_errmsg(db);
+  sqlite3_close(db);
+}
 
 // The tokens a turn leaves: its prompt, then its answer.
 std::vector<int32_t> stored_tokens(const store::TurnRecord& t) {
@@ -143,6 +167,70 @@ TEST_F(ContinuationCli, NextCallContinuesWhatTheStoreHolds) {
   const std::vector<int32_t> p3 = (*turns)[2].prompt_tokens;
   ASSERT_GT(p3.size(), seen.size());
   EXPECT_EQ(std::vector<int32_t>(p3.begin(), p3.begin() + static_cast<long>(seen.size())), seen);
+}
+
+// Token ids read from the database are input: one outside the model's
+// vocabulary (a damaged or foreign database) is one line naming the
+// database, the turn and the id, exit status 3, as for any database that
+// cannot be used; never an abort in the forward pass.
+TEST_F(ContinuationCli, StoredTokenIdsOutsideTheVocabularyAreBadData) {
+  QUIP_REQUIRE_SHARED();
+  const nlohmann::json chat = run_json({"-m", model_path(), "-n", "3", "What is 1+1?"});
+  const std::string chat_id = std::to_string(chat.at("conversation").get<int64_t>());
+  const nlohmann::json raw = run_json({"--raw", "-m", model_path(), "-n", "3", "Once upon"});
+  const std::string raw_id = std::to_string(raw.at("conversation").get<int64_t>());
+  struct Damage {
+    const char* column;
+    const char* first_id;  // little-endian int32, hex; token 1 follows
+    const char* shown;
+  };
+  for (const Damage& d :
+       {Damage{"prompt_tokens", "FFFFFF7F", "2147483647"},
+        Damage{"prompt_tokens", "FFFFFFFF", "-1"}, Damage{"answer_tokens", "00000100", "65536"}}) {
+    SCOPED_TRACE(std::string(d.column) + " " + d.shown);
+    for (const std::string& id : {chat_id, raw_id}) {
+      const std::string column = d.column;
+      damage(db_file(),
+             "UPDATE turns SET prompt_tokens = x'01000000', answer_tokens = "
+             "x'01000000' WHERE conversation = " +
+                 id + "; UPDATE turns SET " + column + " = x'" + d.first_id +
+                 "01000000' WHERE conversation = " + id);
+      std::vector<std::string> args = {"--cid", id, "-n", "2", "hi"};
+      if (id == raw_id) args.insert(args.begin(), "--raw");
+      const RunResult r = expect_failure(args, kExitBadData);
+      EXPECT_NE(r.err.find(db_file().string()), std::string::npos) << r.err;
+      EXPECT_NE(r.err.find("token id " + std::string(d.shown)), std::string::npos) << r.err;
+      EXPECT_NE(r.err.find("conversation " + id + " turn 1"), std::string::npos) << r.err;
+    }
+    // -c finds the last conversation of the session, the raw one.
+    expect_failure({"--raw", "-c", "-n", "2", "hi"}, kExitBadData);
+  }
+  // --print-prompt reads the stored tokens too.
+  expect_failure({"--cid", chat_id, "--print-prompt", "hi"}, kExitBadData);
+}
+
+// A database that cannot be read gives -c and --cid the status log, show
+// and rm give it: 3. A conversation that is not there stays 1.
+TEST_F(ContinuationCli, AnUnusableDatabaseIsStatus3ForContinuations) {
+  QUIP_REQUIRE_SHARED();
+  run_json({"-m", model_path(), "-n", "2", "hello"});
+  // A row the schema would refuse (a 5-byte token blob), written as a bug
+  // or another tool might.
+  damage(db_file(), "UPDATE turns SET prompt_tokens = x'0102030405'");
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {"--cid", "1", "-n", "2", "hi"}, {"-c", "-n", "2", "hi"}}) {
+    const RunResult r = expect_failure(args, kExitBadData);
+    EXPECT_NE(r.err.find("prompt tokens"), std::string::npos) << r.err;
+  }
+  expect_failure({"--cid", "2", "-m", model_path(), "hi"}, kExitFailure);  // no such conversation
+
+  std::filesystem::remove(db_file());
+  testing::write_bytes(db_file(), std::string(5000, 'x'));
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {"--cid", "1", "-m", model_path(), "hi"}, {"-c", "-m", model_path(), "hi"}}) {
+    const RunResult r = expect_failure(args, kExitBadData);
+    EXPECT_NE(r.err.find("not a database"), std::string::npos) << r.err;
+  }
 }
 
 }  // namespace
