@@ -1,5 +1,6 @@
 #include "cli/generate.h"
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -29,10 +30,29 @@ namespace {
 namespace fs = std::filesystem;
 using session::FailureKind;
 
-volatile std::sig_atomic_t g_interrupted = 0;
+// The signal that asked the call to stop (SIGINT, SIGTERM, SIGHUP), or 0.
+// Written by the handler, read by the generation loop: a lock-free
+// sig_atomic_t is all a handler may touch.
+volatile std::sig_atomic_t g_stop_signal = 0;
 
-extern "C" void on_sigint(int) {
-  g_interrupted = 1;
+extern "C" void on_stop_signal(int signo) {
+  if (g_stop_signal == 0) g_stop_signal = signo;
+}
+
+// Ctrl-C, `timeout`/`kill` (SIGTERM) and a closed terminal (SIGHUP) all stop
+// the answer where it is: what was generated is printed and recorded as
+// interrupted. SA_RESTART: a write that a signal interrupts goes on, so the
+// answer reaches stdout whole.
+void catch_stop_signals() {
+  struct sigaction sa {};
+  sa.sa_handler = on_stop_signal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  for (int signo : {SIGINT, SIGTERM, SIGHUP}) sigaction(signo, &sa, nullptr);
+  struct sigaction ignore {};
+  ignore.sa_handler = SIG_IGN;
+  sigemptyset(&ignore.sa_mask);
+  sigaction(SIGPIPE, &ignore, nullptr);
 }
 
 // A failure of the call: the one line for stderr and the exit status.
@@ -332,8 +352,7 @@ int generate_main(const std::vector<std::string>& args, std::ostream& out, std::
   request.no_cache = f.no_cache;
   request.cache_dir = cache_dir();
 
-  std::signal(SIGINT, on_sigint);
-  std::signal(SIGPIPE, SIG_IGN);
+  catch_stop_signals();
   // stdout failing: EPIPE means the reader went away (end quietly); anything
   // else (a full disk) is an error.
   bool reader_gone = false;
@@ -349,8 +368,8 @@ int generate_main(const std::vector<std::string>& args, std::ostream& out, std::
     }
     return !reader_gone;
   };
-  // Ctrl-C is heard between prompt batches too.
-  callbacks.keep_going = [] { return g_interrupted == 0; };
+  // A stop signal is heard between prompt batches too.
+  callbacks.keep_going = [] { return g_stop_signal == 0; };
   auto generated = session::generate(*loaded, request, prompt, callbacks);
   if (!generated) return fail(from(generated.failure()));
   const session::Answer& answer = *generated;
@@ -387,11 +406,14 @@ int generate_main(const std::vector<std::string>& args, std::ostream& out, std::
         << u.generated_tokens << " generated in " << std::lround(t.generation_ms) << " ms, load "
         << std::lround(t.load_ms) << " ms\n";
   }
+  // 128 + the signal, as a shell reports a command the signal ended.
+  const int interrupted_status =
+      g_stop_signal != 0 ? kExitSignal + static_cast<int>(g_stop_signal) : kExitInterrupted;
   if (!answer.store_error.empty()) {
     err << "quip: the answer was not recorded: " << answer.store_error << '\n';
     if (!answer.interrupted) return kExitFailure;
   }
-  return answer.interrupted ? kExitInterrupted : kExitOk;
+  return answer.interrupted ? interrupted_status : kExitOk;
 }
 
 }  // namespace quip::cli
