@@ -8,10 +8,10 @@
 #include <random>
 
 #include "cli/exit_status.h"
-#include "cli/loaded_model.h"
 #include "cli/usage.h"
 #include "engine/forward.h"
 #include "kernels/thread_pool.h"
+#include "session/loaded_model.h"
 
 namespace quip::cli {
 
@@ -60,7 +60,7 @@ int bench_main(const std::vector<std::string>& args, std::ostream& out, std::ost
     err << "quip bench: -t must be in [1, 1024] and -r in [1, 1000]\n";
     return kExitUsage;
   }
-  auto loaded = load_model(model_path);
+  auto loaded = session::load_model(model_path);
   if (!loaded) {
     err << "quip bench: " << loaded.error().message << '\n';
     return kExitBadData;

@@ -62,7 +62,8 @@ void print_help(std::ostream& out) {
          "Config: ~/.config/quip/config.toml (see README.md); QUIP_HOME moves config, data and\n"
          "cache under one folder.\n"
          "\nExit status: 0 success, 1 runtime failure (also: the answer was printed but not\n"
-         "recorded), 2 usage or config error, 3 unusable model or data file, 130 interrupted.\n";
+         "recorded), 2 usage or config error, 3 unusable model or data file, 130 interrupted\n"
+         "(143 by SIGTERM, 129 by SIGHUP).\n";
 }
 
 int run(int argc, char** argv) {
