@@ -45,6 +45,8 @@ const IntLimit kIntLimits[] = {
     {"n_predict", "--n-predict", &Settings::n_predict, -1, kMaxInt32, "-1: no limit"},
 };
 
+}  // namespace
+
 const RealLimit* real_limit(std::string_view key) {
   for (const RealLimit& l : kRealLimits) {
     if (l.key == key || l.flag == key) return &l;
@@ -58,6 +60,8 @@ const IntLimit* int_limit(std::string_view key) {
   }
   return nullptr;
 }
+
+namespace {
 
 // "FILE:LINE: KEY: what is wrong".
 class Reporter {

@@ -62,6 +62,11 @@ struct IntLimit {
   std::string range() const;  // "[-1, 2147483647] (-1: no limit)"
 };
 
+// The limit of a numeric setting by config key ("top_p") or flag
+// ("--top-p"), or null when it is not one of that kind.
+const RealLimit* real_limit(std::string_view key_or_flag);
+const IntLimit* int_limit(std::string_view key_or_flag);
+
 // Sets the numeric setting that `flag` ("--temp", "--n-predict", ...) names
 // from its text on the command line, as config.toml's key would be set:
 // the whole text must be a number within the setting's range, never

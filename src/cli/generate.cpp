@@ -129,7 +129,9 @@ void add_options(CLI::App& app, Flags& f) {
   app.add_flag("--print-prompt", f.print_prompt,
                "print the prompt the call would send (with --json: and its token ids); no answer");
   const auto number = [&](const std::string& names, const std::string& flag, const char* help) {
-    app.add_option(names, f.numbers[flag], help);
+    // Parsed as text (set_from_flag), shown as the kind of number it is.
+    app.add_option(names, f.numbers[flag], help)
+        ->type_name(real_limit(flag) != nullptr ? "NUMBER" : "INT");
   };
   number("-n,--n-predict", "--n-predict",
          "stop after N tokens, N in [0, 2^31); -1 (the default): at the end of the turn");
@@ -145,7 +147,8 @@ void add_options(CLI::App& app, Flags& f) {
          "context positions in [1, 2^31); 0 (the default): the model's training context");
   app.add_flag("--ignore-eos", f.ignore_eos, "go on past the end of the turn");
   app.add_option("--logprobs", f.logprobs_text,
-                 "with --json: the K most likely tokens of each step, K in [0, 1000]");
+                 "with --json: the K most likely tokens of each step, K in [0, 1000]")
+      ->type_name("INT");
   app.add_flag("--json", f.json, "print one JSON object instead of the text");
   app.add_flag("--stats", f.stats, "print token counts and timings as one line on stderr");
   app.add_flag("--no-cache", f.no_cache, "neither restore nor save evaluated prefixes");
