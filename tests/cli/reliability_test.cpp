@@ -181,5 +181,50 @@ TEST_F(ReliabilityCli, ConfigNumbersOutOfRangeNameTheFileAndKey) {
   EXPECT_EQ(ok.status, kExitOk) << ok.err;
 }
 
+// The prefix cache never changes an answer: the same call twice, the
+// second with its whole prompt in the cache, gives exactly the steps of the
+// first (the same tokens and bit-identical log-probabilities), on a chaotic
+// Q4_K_M model where evaluating the last prompt token again alone moved the
+// first step by up to 1.66. The prompts are longer than 64 tokens, where the
+// first call's batch attends in tiles, in other float orders than a lone
+// token.
+TEST_F(ReliabilityCli, AWholePromptFromTheCacheAnswersAsTheCallThatStoredIt) {
+  QUIP_REQUIRE_SHARED();
+  const std::string story =
+      "Once upon a time, in a village by the sea, there lived an old fisherman who told "
+      "stories to anyone who would listen, and the children of the village listened. Every "
+      "evening they gathered on the shore, and he spoke of storms and whales and a lighthouse "
+      "keeper who never slept. The keeper, he said, had counted every ship that ever passed "
+      "the rocks, and on the night of the great storm he counted one too many.";
+  struct Case {
+    const char* model;
+    std::vector<std::string> mode;
+  };
+  for (const Case& c : {Case{"tiny-llama-spm-e256-q4_k_m.gguf", {"--raw"}},
+                        Case{"tiny-qwen2-e256-q4_k_m.gguf", {"--raw"}},
+                        Case{"tiny-qwen2-e256-q4_k_m.gguf", {"--system", story}}}) {
+    SCOPED_TRACE(std::string(c.model) + " " + c.mode[0]);
+    std::vector<std::string> args = {"-m", model_path(c.model), "-n",     "8",  "--logprobs",
+                                     "5",  "--ignore-eos",      "--json", "-t", "2"};
+    args.insert(args.end(), c.mode.begin(), c.mode.end());
+    args.push_back(story);
+    const RunResult first = run(args);
+    const RunResult second = run(args);
+    ASSERT_EQ(first.status, kExitOk) << first.err;
+    ASSERT_EQ(second.status, kExitOk) << second.err;
+    const nlohmann::json a = nlohmann::json::parse(first.out);
+    const nlohmann::json b = nlohmann::json::parse(second.out);
+    ASSERT_GT(a.at("prompt_tokens").size(), 64u);
+    EXPECT_EQ(a.at("usage").at("cached_tokens"), 0);
+    EXPECT_EQ(b.at("usage").at("cached_tokens"), b.at("prompt_tokens").size());
+    EXPECT_EQ(b.at("usage").at("evaluated_tokens"), 0);
+    EXPECT_EQ(a.at("tokens"), b.at("tokens"));
+    ASSERT_EQ(a.at("steps").size(), 8u);
+    for (size_t i = 0; i < 8; ++i) {
+      EXPECT_EQ(a.at("steps")[i], b.at("steps")[i]) << "step " << i;  // the same doubles
+    }
+  }
+}
+
 }  // namespace
 }  // namespace quip::cli
