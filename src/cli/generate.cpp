@@ -4,10 +4,12 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <charconv>
 #include <cmath>
 #include <csignal>
 #include <iostream>
 #include <limits>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <sstream>
@@ -105,11 +107,14 @@ struct Flags {
        stats = false, no_cache = false;
   std::optional<std::string> cache_max_size;
   Settings settings;
+  // The numeric settings as typed, by flag ("--temp"): read by
+  // set_from_flag with config.toml's ranges, never clamped by the parser.
+  std::map<std::string, std::optional<std::string>> numbers;
+  std::optional<std::string> logprobs_text;
   int logprobs = 0;
 };
 
 void add_options(CLI::App& app, Flags& f) {
-  Settings& s = f.settings;
   app.add_option("PROMPT", f.words,
                  "the prompt (words are joined by spaces); stdin, when not a terminal, comes "
                  "first as context; '-' makes stdin the prompt");
@@ -123,17 +128,27 @@ void add_options(CLI::App& app, Flags& f) {
   app.add_option("--tokens", f.tokens, "with --raw: the prompt as token ids \"ID ID ...\"");
   app.add_flag("--print-prompt", f.print_prompt,
                "print the prompt the call would send (with --json: and its token ids); no answer");
-  app.add_option("-n,--n-predict", s.n_predict, "stop after N tokens (-1: at the end of the turn)");
-  app.add_option("--temp", s.temp, "temperature; 0 is greedy (default 0)");
-  app.add_option("--top-k", s.top_k, "keep the K most likely tokens (0: all; default 40)");
-  app.add_option("--top-p", s.top_p, "keep the most likely tokens up to probability P (0.95)");
-  app.add_option("--min-p", s.min_p, "drop tokens below P times the most likely (0.05)");
-  app.add_option("--repeat-penalty", s.repeat_penalty, "penalty for recent tokens (1: none)");
-  app.add_option("-s,--seed", s.seed, "random seed (default: a fresh one, reported by --json)");
-  app.add_option("-t,--threads", s.threads, "threads (default: the physical cores)");
-  app.add_option("--ctx-size", s.ctx_size, "context positions (default: the model's)");
+  const auto number = [&](const std::string& names, const std::string& flag, const char* help) {
+    // Parsed as text (set_from_flag), shown as the kind of number it is.
+    app.add_option(names, f.numbers[flag], help)
+        ->type_name(real_limit(flag) != nullptr ? "NUMBER" : "INT");
+  };
+  number("-n,--n-predict", "--n-predict",
+         "stop after N tokens, N in [0, 2^31); -1 (the default): at the end of the turn");
+  number("--temp", "--temp", "temperature in [0, 100]; 0 is greedy (default 0)");
+  number("--top-k", "--top-k", "keep the K most likely tokens (0: all; default 40)");
+  number("--top-p", "--top-p", "keep the most likely tokens up to probability P in (0, 1] (0.95)");
+  number("--min-p", "--min-p", "drop tokens below P times the most likely, P in [0, 1] (0.05)");
+  number("--repeat-penalty", "--repeat-penalty", "penalty for recent tokens in (0, 100] (1: none)");
+  number("-s,--seed", "--seed",
+         "random seed in [0, 2^63); -1 (the default): a fresh one, reported by --json");
+  number("-t,--threads", "--threads", "threads in [1, 1024] (default: the physical cores)");
+  number("--ctx-size", "--ctx-size",
+         "context positions in [1, 2^31); 0 (the default): the model's training context");
   app.add_flag("--ignore-eos", f.ignore_eos, "go on past the end of the turn");
-  app.add_option("--logprobs", f.logprobs, "with --json: the K most likely tokens of each step");
+  app.add_option("--logprobs", f.logprobs_text,
+                 "with --json: the K most likely tokens of each step, K in [0, 1000]")
+      ->type_name("INT");
   app.add_flag("--json", f.json, "print one JSON object instead of the text");
   app.add_flag("--stats", f.stats, "print token counts and timings as one line on stderr");
   app.add_flag("--no-cache", f.no_cache, "neither restore nor save evaluated prefixes");
@@ -184,7 +199,8 @@ std::variant<engine::SamplerSettings, Failure> sampler_settings(const Settings& 
   if (s.top_p) out.top_p = static_cast<float>(*s.top_p);
   if (s.min_p) out.min_p = static_cast<float>(*s.min_p);
   if (s.repeat_penalty) out.repeat_penalty = static_cast<float>(*s.repeat_penalty);
-  out.seed = s.seed ? static_cast<uint64_t>(*s.seed) : std::random_device{}();
+  // -1 (or none): a fresh seed, which --json reports.
+  out.seed = s.seed && *s.seed >= 0 ? static_cast<uint64_t>(*s.seed) : std::random_device{}();
   if (auto check = engine::Sampler::create(out); !check) {
     return Failure{kExitUsage, check.error().message};
   }
@@ -255,12 +271,20 @@ int generate_main(const std::vector<std::string>& args, std::ostream& out, std::
                  "--system sets the start of a new conversation; a continued one "
                  "keeps its own"});
   }
-  if (f.logprobs < 0 || f.logprobs > 1000) {
-    return fail({kExitUsage, "--logprobs " + std::to_string(f.logprobs) + " is not in [0, 1000]"});
+  for (const auto& [flag, text] : f.numbers) {
+    if (!text) continue;
+    if (auto set = set_from_flag(flag, *text, f.settings); !set) {
+      return fail({kExitUsage, set.error().message});
+    }
   }
-  if (f.settings.threads && (*f.settings.threads < 1 || *f.settings.threads > 1024)) {
-    return fail(
-        {kExitUsage, "--threads " + std::to_string(*f.settings.threads) + " is not in [1, 1024]"});
+  if (f.logprobs_text) {
+    const std::string& t = *f.logprobs_text;
+    const auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), f.logprobs);
+    if (t.empty() || ec != std::errc() || p != t.data() + t.size() || f.logprobs < 0 ||
+        f.logprobs > 1000) {
+      return fail(
+          {kExitUsage, "--logprobs '" + printable(t, 40) + "' is not an integer in [0, 1000]"});
+    }
   }
   std::optional<std::vector<int64_t>> token_ids;
   if (f.tokens) {

@@ -10,6 +10,23 @@ namespace fs = std::filesystem;
 
 constexpr std::string_view kRawRole = "raw";
 
+// A turn's messages as a continuation reads them: a JSON list of objects
+// with a string "role" and a "content" that is a string or a list of parts
+// (as quip and OpenAI-style clients write them).
+bool readable_messages(const store::TurnRecord& turn) {
+  const auto messages = nlohmann::json::parse(turn.messages_json, nullptr, false);
+  if (!messages.is_array()) return false;
+  for (const auto& m : messages) {
+    if (!m.is_object()) return false;
+    const auto role = m.find("role");
+    const auto content = m.find("content");
+    if (role == m.end() || !role->is_string()) return false;
+    if (content == m.end() || !(content->is_string() || content->is_array())) return false;
+  }
+  return true;
+}
+
+// PRECONDITIONS: readable_messages(turn).
 bool is_raw(const store::TurnRecord& turn) {
   const auto messages = nlohmann::json::parse(turn.messages_json, nullptr, false);
   return messages.is_array() && !messages.empty() && messages[0].is_object() &&
@@ -57,6 +74,17 @@ Outcome<Base> read_base(store::Store& store, const std::optional<ConversationRef
     // Even from the last turn a fork is a new conversation: the original
     // stays as it is.
     base.turns.resize(static_cast<size_t>(*base.fork_turn));
+  }
+  // What a continuation reads back is input: a damaged row is the
+  // database's fault, said once, not a crash or a history gone quiet.
+  for (const store::TurnRecord& t : base.turns) {
+    if (!readable_messages(t)) {
+      return Failure{FailureKind::BadData,
+                     base.database.string() + ": conversation " +
+                         std::to_string(base.conversation) + " turn " + std::to_string(t.turn) +
+                         ": the stored messages are not a JSON list of {\"role\", \"content\"} "
+                         "(a damaged or foreign database)"};
+    }
   }
   base.raw = is_raw(base.turns.front());
   return base;

@@ -239,13 +239,17 @@ Outcome<Answer> generate(const LoadedModel& m, const Request& r, const Prompt& p
   // The longest prefix an earlier call evaluated comes from the cache.
   std::optional<store::PrefixCache> prefix_cache;
   size_t restored = 0;
+  // The logits after the restored prefix, when they were kept with it: a
+  // prompt found whole is then answered exactly as the call that stored it
+  // answered, without evaluating its last token again.
+  std::vector<float> cached_logits;
   if (!r.no_cache && r.cache_dir) {
-    prefix_cache.emplace(
-        *r.cache_dir / "kv",
-        store::KvShape{m.fingerprint, fwd.cache().n_layer(), fwd.cache().row_width()},
-        r.cache_max_bytes);
+    prefix_cache.emplace(*r.cache_dir / "kv",
+                         store::KvShape{m.fingerprint, fwd.cache().n_layer(),
+                                        fwd.cache().row_width(), m.model.hparams().n_vocab},
+                         r.cache_max_bytes);
     std::vector<std::string> warnings;
-    restored = prefix_cache->restore(prompt.tokens, fwd.cache(), warnings);
+    restored = prefix_cache->restore(prompt.tokens, fwd.cache(), warnings, &cached_logits);
     for (std::string& w : warnings) a.warnings.push_back(std::move(w));
   }
   const auto t_loaded = std::chrono::steady_clock::now();
@@ -257,7 +261,10 @@ Outcome<Answer> generate(const LoadedModel& m, const Request& r, const Prompt& p
                                   .top_logprobs = r.logprobs,
                                   .is_end = {},
                                   // A stop is heard between prompt batches too.
-                                  .keep_going = keep_going};
+                                  .keep_going = keep_going,
+                                  .prompt_logits = {},
+                                  .keep_prompt_logits = prefix_cache.has_value()};
+  if (restored == prompt.tokens.size()) options.prompt_logits = cached_logits;
   const tokenizer::Vocab& vocab = m.tokenizer.vocab();
   if (!r.ignore_eos) options.is_end = [&](int32_t id) { return vocab.is_eog(id); };
 
@@ -297,7 +304,9 @@ Outcome<Answer> generate(const LoadedModel& m, const Request& r, const Prompt& p
     const size_t marks[] = {prompt.tokens.size(), prompt.shared};
     // An interrupted prompt may leave the cache short of what was restored.
     const size_t from = std::min(restored, fwd.cache().size());
-    if (auto saved = prefix_cache->save(sequence, fwd.cache(), from, marks); !saved) {
+    // The prompt's end keeps the logits after it, for the same call again.
+    const store::EndLogits end_logits{prompt.tokens.size(), g.prompt_logits};
+    if (auto saved = prefix_cache->save(sequence, fwd.cache(), from, marks, end_logits); !saved) {
       a.warnings.push_back("prefix cache: " + saved.error().message);
     }
   }

@@ -23,7 +23,10 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr char kMagic[8] = {'Q', 'U', 'I', 'P', '-', 'K', 'V', '\0'};
-constexpr uint32_t kFormatVersion = 1;
+// 2: a segment may end with the logits after its last position. Files of
+// version 1 are not used (so every prompt-end segment in use can carry its
+// logits): a sound one is removed quietly, anything else with a warning.
+constexpr uint32_t kFormatVersion = 2;
 constexpr uint32_t kKvF16 = 1;  // the KV type: half-precision rows
 constexpr std::string_view kSuffix = ".kv";
 constexpr std::string_view kTempPrefix = "tmp-";
@@ -31,7 +34,9 @@ constexpr auto kStaleTemp = std::chrono::minutes(10);
 
 // The fixed part of a segment file (little-endian, as written by x86-64).
 // Followed by (end - begin) int32 token ids, then the rows as
-// KvCache::save() writes them.
+// KvCache::save() writes them, then optionally the logits after position
+// `end` (n_vocab float32, the model's vocabulary size): present exactly when
+// the file is that much longer than its rows. The checksum covers them.
 struct Header {
   char magic[8];
   uint32_t version;
@@ -152,9 +157,11 @@ fs::path PrefixCache::model_dir() const {
 }
 
 size_t PrefixCache::restore(std::span<const int32_t> tokens, engine::KvCache& cache,
-                            std::vector<std::string>& warnings) {
+                            std::vector<std::string>& warnings, std::vector<float>* logits) {
   CHECK(cache.size() == 0);
+  if (logits != nullptr) logits->clear();
   if (tokens.empty()) return 0;
+  const size_t logits_bytes = size_t{shape_.n_vocab} * sizeof(float);
   std::unordered_set<uint64_t> present;
   std::error_code ec;
   for (fs::directory_iterator it(model_dir(), ec), end; !ec && it != end; it.increment(ec)) {
@@ -177,7 +184,7 @@ size_t PrefixCache::restore(std::span<const int32_t> tokens, engine::KvCache& ca
   // it when it is broken) when it cannot be used.
   const auto load = [&](size_t end) -> std::optional<Segment> {
     const uint64_t key = keys[end];
-    const uint64_t limit = sizeof(Header) + end * (sizeof(int32_t) + position_bytes);
+    const uint64_t limit = sizeof(Header) + end * (sizeof(int32_t) + position_bytes) + logits_bytes;
     auto bytes = read_file(model_dir() / key_name(key), limit);
     if (!bytes) {
       if (bytes.error().message == "unexpected size") {
@@ -199,8 +206,19 @@ size_t PrefixCache::restore(std::span<const int32_t> tokens, engine::KvCache& ca
       return std::nullopt;
     }
     if (h.version != kFormatVersion) {
-      discard(key, "format version " + std::to_string(h.version) + ", expected " +
-                       std::to_string(kFormatVersion));
+      const std::span<const uint8_t> rest(bytes->data() + sizeof(Header),
+                                          bytes->size() - sizeof(Header));
+      if (h.version < kFormatVersion && checksum(h, rest) == h.checksum) {
+        // An older quip's sound file: out of date, not broken. It goes
+        // without a warning (the call computes and stores it anew), so an
+        // upgrade does not fill stderr.
+        std::error_code rm;
+        fs::remove(model_dir() / key_name(key), rm);
+        present.erase(key);
+      } else {
+        discard(key, "format version " + std::to_string(h.version) + ", expected " +
+                         std::to_string(kFormatVersion));
+      }
       return std::nullopt;
     }
     if (std::string_view(h.fingerprint, sizeof h.fingerprint) != shape_.fingerprint ||
@@ -213,12 +231,13 @@ size_t PrefixCache::restore(std::span<const int32_t> tokens, engine::KvCache& ca
       return std::nullopt;
     }
     const size_t n = h.end - h.begin;
-    if (bytes->size() != sizeof(Header) + n * (sizeof(int32_t) + position_bytes)) {
+    const size_t plain = sizeof(Header) + n * (sizeof(int32_t) + position_bytes);
+    if (bytes->size() != plain && (logits_bytes == 0 || bytes->size() != plain + logits_bytes)) {
       discard(key, "truncated or padded");
       return std::nullopt;
     }
-    if (std::memcmp(bytes->data() + sizeof(Header), tokens.data() + h.begin,
-                    n * sizeof(int32_t)) != 0) {
+    if (std::memcmp(bytes->data() + sizeof(Header), tokens.data() + h.begin, n * sizeof(int32_t)) !=
+        0) {
       discard(key, "its tokens are not the ones its name says");
       return std::nullopt;
     }
@@ -244,7 +263,15 @@ size_t PrefixCache::restore(std::span<const int32_t> tokens, engine::KvCache& ca
       chain.push_back(std::move(*s));
     }
     if (at != 0) continue;  // a link is missing: try a shorter prefix
-    cache.reserve(end);       // once, not once per segment
+    cache.reserve(end);     // once, not once per segment
+    // The logits after `end`, when its segment (the first of the chain) has them.
+    const Segment& last = chain.front();
+    const size_t last_n = last.header.end - last.header.begin;
+    const size_t plain = sizeof(Header) + last_n * (sizeof(int32_t) + position_bytes);
+    if (logits != nullptr && logits_bytes > 0 && last.bytes.size() == plain + logits_bytes) {
+      logits->resize(shape_.n_vocab);
+      std::memcpy(logits->data(), last.bytes.data() + plain, logits_bytes);
+    }
     for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
       const Header& h = it->header;
       const size_t n = h.end - h.begin;
@@ -260,9 +287,11 @@ size_t PrefixCache::restore(std::span<const int32_t> tokens, engine::KvCache& ca
 }
 
 Result<void> PrefixCache::save(std::span<const int32_t> tokens, const engine::KvCache& cache,
-                               size_t from, std::span<const size_t> marks) {
+                               size_t from, std::span<const size_t> marks,
+                               const EndLogits& end_logits) {
   const size_t n = cache.size();
   CHECK(n <= tokens.size() && from <= n);
+  CHECK(end_logits.logits.empty() || end_logits.logits.size() == shape_.n_vocab);
   if (from == n) return {};
   std::set<size_t> ends = {n};
   for (size_t b = (from / kBlock + 1) * kBlock; b < n; b += kBlock) ends.insert(b);
@@ -299,11 +328,15 @@ Result<void> PrefixCache::save(std::span<const int32_t> tokens, const engine::Kv
     const auto* ids = reinterpret_cast<const uint8_t*>(tokens.data() + begin);
     payload.insert(payload.end(), ids, ids + (end - begin) * sizeof(int32_t));
     cache.save(begin, end, payload);
+    if (end == end_logits.end && !end_logits.logits.empty()) {
+      const auto* f = reinterpret_cast<const uint8_t*>(end_logits.logits.data());
+      payload.insert(payload.end(), f, f + end_logits.logits.size_bytes());
+    }
     h.checksum = checksum(h, payload);
     head.assign(reinterpret_cast<const uint8_t*>(&h), reinterpret_cast<const uint8_t*>(&h + 1));
 
-    const fs::path temp = model_dir() / (std::string(kTempPrefix) + std::to_string(getpid()) +
-                                         "-" + std::to_string(counter++) + ".part");
+    const fs::path temp = model_dir() / (std::string(kTempPrefix) + std::to_string(getpid()) + "-" +
+                                         std::to_string(counter++) + ".part");
     if (auto w = write_file(temp, head, payload); !w) {
       fs::remove(temp, ec);
       return Error{"cannot write " + temp.string() + ": " + w.error().message};

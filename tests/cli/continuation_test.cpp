@@ -209,6 +209,34 @@ TEST_F(ContinuationCli, StoredTokenIdsOutsideTheVocabularyAreBadData) {
   expect_failure({"--cid", chat_id, "--print-prompt", "hi"}, kExitBadData);
 }
 
+// The messages a continuation reads back are input too: a list that is not
+// one of {"role", "content"} (damaged, or written by something else) is one
+// line and status 3, never an exception or a history that silently lacks
+// them.
+TEST_F(ContinuationCli, StoredMessagesThatCannotBeReadAreBadData) {
+  QUIP_REQUIRE_SHARED();
+  const nlohmann::json t1 = run_json({"-m", model_path(), "-n", "2", "hello"});
+  const std::string id = std::to_string(t1.at("conversation").get<int64_t>());
+  for (const char* messages :
+       {"[{\"role\":5,\"content\":\"x\"}]", "not json", "{}",
+        "[{\"role\":\"user\",\"content\":{\"x\":1}}]", "[3]", "[{\"role\":\"user\"}]"}) {
+    SCOPED_TRACE(messages);
+    damage(db_file(), "UPDATE turns SET messages_json = '" + std::string(messages) +
+                          "' WHERE conversation = " + id);
+    for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+             {"--cid", id, "-n", "2", "again"},
+             {"--cid", id, "-m",
+              (testing::shared_dir() / "models" / "tiny-llama-spm-e64-f16.gguf").string(), "-n",
+              "2", "again"},
+             {"--raw", "-c", "-n", "2", "again"}}) {
+      const RunResult r = expect_failure(args, kExitBadData);
+      EXPECT_NE(r.err.find("conversation " + id + " turn 1: the stored messages"),
+                std::string::npos)
+          << r.err;
+    }
+  }
+}
+
 // A database that cannot be read gives -c and --cid the status log, show
 // and rm give it: 3. A conversation that is not there stays 1.
 TEST_F(ContinuationCli, AnUnusableDatabaseIsStatus3ForContinuations) {

@@ -190,6 +190,7 @@ TEST_F(SessionApi, CallbacksStopTheCall) {
   EXPECT_TRUE(a.recorded->interrupted);
 
   int asked = 0;
+  r.no_cache = true;  // the prompt evaluated again: asked between its batches too
   Callbacks by_predicate;
   by_predicate.keep_going = [&] { return ++asked < 5; };
   const Answer b = call(kRawModel, r, by_predicate);
