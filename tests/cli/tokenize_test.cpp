@@ -402,5 +402,19 @@ TEST(TokenizeCli, AbsentSpecialIdsWarnOnce) {
   EXPECT_EQ(quiet.err, "");
 }
 
+// TinyStories-656K cannot spell "(" (no byte tokens): quip writes <unk>
+// (id 0) where llama.cpp aborts.
+TEST(TokenizeCli, UnspellableTextIsUnknownNotACrash) {
+  QUIP_REQUIRE_SHARED();
+  const std::string tiny = (testing::shared_dir() / "real" / "TinyStories-656K-Q8_0.gguf").string();
+  const std::vector<std::string> args = {"tokenize", "-m", tiny, "(x)"};
+  const RunResult r = run_quip(args);
+  ASSERT_EQ(r.status, kExitOk) << describe(args, r);
+  const std::vector<std::string> lines = split_lines(r.out);
+  ASSERT_GE(lines.size(), 3u) << r.out;
+  EXPECT_EQ(lines[0], "1\t<|start_story|>");
+  EXPECT_EQ(std::count(lines.begin(), lines.end(), "0\t<unk>"), 2) << r.out;
+}
+
 }  // namespace
 }  // namespace quip::cli

@@ -174,6 +174,30 @@ TEST_P(NeededIds, AreStillErrors) {
 INSTANTIATE_TEST_SUITE_P(Vocab, NeededIds, ::testing::ValuesIn(kNeeded),
                          [](const auto& param_info) { return std::string(param_info.param.name); });
 
+// ---- SentencePiece without byte tokens -------------------------------------------
+
+// <unk> <s> </s> "▁" a b "▁a", all scores equal, no byte tokens.
+Keys spm_without_bytes() {
+  Keys k;
+  k.set("tokenizer.ggml.model", std::string("llama"));
+  k.set("tokenizer.ggml.tokens", strings({"<unk>", "<s>", "</s>", std::string(kSpmSpace), "a", "b",
+                                          std::string(kSpmSpace) + "a"}));
+  k.set("tokenizer.ggml.scores", floats({-1000, -1000, -1000, -1000, -1000, -1000, -1000}));
+  k.set("tokenizer.ggml.token_type", ints({3, 3, 3, 1, 1, 1, 1}));
+  return k;
+}
+
+TEST(SpmWithoutByteTokens, UnspellableRunsBecomeOneUnknownToken) {
+  const Tokenizer t = load_ok(spm_without_bytes());
+  // "▁a▁é(▁b": "é(" is one run the vocabulary cannot spell; "▁" and "b" stay.
+  EXPECT_EQ(show(t.encode("a \xC3\xA9( b", kPlain)), show({6, 3, 0, 3, 5}));
+  EXPECT_EQ(show(t.encode("(", kPlain)), show({3, 0}));
+  EXPECT_EQ(show(t.encode("a((b)", kPlain)), show({6, 0, 5, 0}));
+  EXPECT_EQ(show(t.encode("\xF0\x9F\x98\x80", {.add_special = true})), show({1, 3, 0}));
+  // The unknown token prints nothing; the rest of the text stays.
+  EXPECT_EQ(t.decode(t.encode("a((b)", kPlain)), "ab");
+}
+
 // ---- Types set by name -------------------------------------------------------------
 
 // Tokens named like end-of-generation tokens become control tokens: matched
@@ -381,6 +405,19 @@ TEST(RealVocabs, Stories260KLoadsWithOneWarning) {
   ASSERT_EQ(v.warnings().size(), 1u);
   EXPECT_TRUE(contains(v.warnings()[0], "'tokenizer.ggml.seperator_token_id' = 4294967295"));
   EXPECT_TRUE(contains(v.warnings()[0], "'tokenizer.ggml.padding_token_id' = 4294967295"));
+}
+
+// TinyStories-656K has no byte tokens: what it cannot spell is <unk> (0).
+TEST(RealVocabs, TinyStoriesSpellsTheUnspellableAsUnknown) {
+  QUIP_REQUIRE_SHARED();
+  const Tokenizer* t = real("real", "TinyStories-656K-Q8_0.gguf");
+  ASSERT_NE(t, nullptr);
+  EXPECT_TRUE(t->vocab().warnings().empty());
+  EXPECT_EQ(show(t->vocab().end_of_generation()), show({2}));
+  const std::vector<TokenId> ids = t->encode("Lily (and Ben) \xE2\x9C\x93");
+  EXPECT_EQ(std::count(ids.begin(), ids.end(), 0), 3) << show(ids);
+  EXPECT_EQ(ids.front(), 1);
+  EXPECT_EQ(t->decode(ids), "Lily and Ben ");  // <unk> prints nothing
 }
 
 // SmolLM2: "<reponame>" is a FIM repository token by its text, so it ends
