@@ -232,13 +232,11 @@ class Tokenizer::Session {
       try_add(prev_[left], b.left);
       try_add(b.left, next_[left]);
     }
+    // A byte the vocabulary has no token for is left out, as llama.cpp does
+    // (byte-level vocabularies normally hold all 256).
     for (int32_t i = word.empty() ? -1 : 0; i >= 0; i = next_[static_cast<size_t>(i)]) {
       const TokenId id = ids_[static_cast<size_t>(i)];
-      if (id != kNoToken) {
-        out.push_back(id);
-      } else if (vocab_.unk() != kNoToken) {
-        out.push_back(vocab_.unk());  // a byte the vocabulary has no token for
-      }
+      if (id != kNoToken) out.push_back(id);
     }
   }
 

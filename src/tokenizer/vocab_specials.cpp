@@ -179,10 +179,10 @@ Result<void> Vocab::load_specials(const gguf::GgufFile& f, const std::string& pr
       return fail("key '" + std::string(s.key) + "' is " + std::to_string(v) +
                   ", expected a token id below " + std::to_string(n));
     };
-    // Needed: a BOS or EOS the vocabulary adds, an unknown token that stands
-    // for text it cannot spell.
+    // Needed: a BOS or EOS the vocabulary adds, a SentencePiece unknown token
+    // that stands for text it cannot spell.
     if ((s.id == &bos_ && add_bos_) || (s.id == &eos_ && add_eos_) ||
-        (s.id == &unk_ && !byte_fallback)) {
+        (s.id == &unk_ && spm && !byte_fallback)) {
       return bad();
     }
     if (s.id == &eos_) bad_eos = bad();

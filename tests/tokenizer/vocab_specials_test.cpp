@@ -198,6 +198,20 @@ TEST(SpmWithoutByteTokens, UnspellableRunsBecomeOneUnknownToken) {
   EXPECT_EQ(t.decode(t.encode("a((b)", kPlain)), "ab");
 }
 
+// Byte-level BPE: a byte the vocabulary lacks is left out, as llama.cpp
+// does, even when the file names an unknown token (SmolLM2 names
+// "<|endoftext|>", which must never appear in a prompt by accident).
+TEST(BpeWithoutSomeBytes, MissingBytesAreLeftOut) {
+  const Tokenizer t = load_ok(small_bpe()
+                                  .set("tokenizer.ggml.tokens", strings({"<unk>", "a", "b", "ab"}))
+                                  .set("tokenizer.ggml.unknown_token_id", uint32_t{0}));
+  EXPECT_EQ(t.vocab().unk(), 0);
+  EXPECT_EQ(show(t.encode("abcab", kPlain)), show({3, 3}));
+  EXPECT_EQ(show(t.encode("c", kPlain)), show({}));
+  // An unknown id out of range is no error here: byte-level BPE never uses it.
+  EXPECT_TRUE(load(small_bpe().set("tokenizer.ggml.unknown_token_id", uint32_t{99})).ok());
+}
+
 // ---- Types set by name -------------------------------------------------------------
 
 // Tokens named like end-of-generation tokens become control tokens: matched
