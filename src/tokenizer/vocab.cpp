@@ -232,19 +232,25 @@ Result<Vocab> Vocab::load(const gguf::GgufFile& f, const Options& options) {
   if (texts.size() > static_cast<size_t>(INT32_MAX)) {
     return fail("vocabulary of " + std::to_string(texts.size()) + " tokens is too large");
   }
+  // An empty text becomes "[EMPTY_i]", as llama.cpp names it (so that a
+  // vocabulary with several empty slots loads, and such a token prints as
+  // llama.cpp prints it).
+  const auto empty_name = [](size_t i) { return "[EMPTY_" + std::to_string(i) + "]"; };
   size_t total = 0;
   for (size_t i = 0; i < texts.size(); ++i) {
     if (texts[i].size() > StringIndex::kMaxText) {
       return fail("token " + std::to_string(i) + " is " + std::to_string(texts[i].size()) +
                   " bytes long, expected at most " + std::to_string(StringIndex::kMaxText));
     }
-    total += texts[i].size();
+    total += texts[i].empty() ? empty_name(i).size() : texts[i].size();
   }
   v.arena_.resize(total);
   v.texts_.reserve(texts.size());
   size_t at = 0;
-  for (std::string_view t : texts) {
-    if (!t.empty()) std::memcpy(v.arena_.data() + at, t.data(), t.size());
+  for (size_t i = 0; i < texts.size(); ++i) {
+    const std::string renamed = texts[i].empty() ? empty_name(i) : std::string();
+    const std::string_view t = texts[i].empty() ? std::string_view(renamed) : texts[i];
+    std::memcpy(v.arena_.data() + at, t.data(), t.size());
     v.texts_.emplace_back(v.arena_.data() + at, t.size());
     at += t.size();
   }

@@ -336,6 +336,21 @@ TEST(TypesByName, GemmaFourSlashSIsText) {
   EXPECT_EQ(show(t.encode("</s>", kParse)), show(bytes_of("</s>")));  // not a special token
 }
 
+// Empty token texts are named "[EMPTY_i]", as in llama.cpp: a vocabulary
+// with several loads, and such a token prints its name.
+TEST(TypesByName, EmptyTextsAreNamedByTheirId) {
+  const Tokenizer t =
+      load_ok(small_bpe().set("tokenizer.ggml.tokens", strings({"a", "b", "ab", "", "", "c"})));
+  EXPECT_EQ(t.vocab().text(3), "[EMPTY_3]");
+  EXPECT_EQ(t.vocab().text(4), "[EMPTY_4]");
+  EXPECT_EQ(t.vocab().find("[EMPTY_4]"), 4);
+  EXPECT_EQ(t.decode(std::vector<TokenId>{0, 4, 5}), "a[EMPTY_4]c");
+  // A real token of that text collides, as in llama.cpp.
+  EXPECT_FALSE(
+      load(small_bpe().set("tokenizer.ggml.tokens", strings({"a", "b", "ab", "", "[EMPTY_3]"})))
+          .ok());
+}
+
 // ---- Whitespace swallowed by special tokens --------------------------------------
 
 // Phi-3 (by general.name): every special token swallows the whitespace after
