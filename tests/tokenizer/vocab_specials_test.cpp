@@ -74,6 +74,8 @@ TEST(SpecialIds, OutOfRangeOptionalIdsAreAbsentWithOneWarningLine) {
   k.set("tokenizer.ggml.mask_token_id", int32_t{-1});
   k.set("tokenizer.ggml.fim_pre_token_id", uint32_t{265});
   k.set("tokenizer.ggml.eot_token_id", uint32_t{1000});
+  k.set("tokenizer.ggml.fim_mid_token_id", uint64_t{1} << 40);
+  k.set("tokenizer.ggml.fim_suf_token_id", int64_t{-5});
   const Tokenizer t = load_ok(k);
   EXPECT_EQ(t.vocab().sep(), kNoToken);
   EXPECT_EQ(t.vocab().pad(), kNoToken);
@@ -88,7 +90,8 @@ TEST(SpecialIds, OutOfRangeOptionalIdsAreAbsentWithOneWarningLine) {
        {"'tokenizer.ggml.seperator_token_id' = 4294967295",
         "'tokenizer.ggml.padding_token_id' = 4294967295", "'tokenizer.ggml.mask_token_id' = -1",
         "'tokenizer.ggml.fim_pre_token_id' = 265", "'tokenizer.ggml.eot_token_id' = 1000",
-        "below 265"}) {
+        "'tokenizer.ggml.fim_mid_token_id' = 1099511627776",
+        "'tokenizer.ggml.fim_suf_token_id' = -5", "below 265"}) {
     EXPECT_TRUE(contains(w, part)) << w << "\nmissing: " << part;
   }
   EXPECT_FALSE(contains(w, "\n")) << w;
@@ -150,6 +153,9 @@ const NeededCase kNeeded[] = {
      "key 'tokenizer.ggml.add_eos_token' is true, but the vocabulary has no EOS token"},
     {"Llama3AddsBosByDefault",
      [] { return small_bpe().set("tokenizer.ggml.pre", std::string("llama-bpe")); },
+     "key 'tokenizer.ggml.add_bos_token' is true, but the vocabulary has no BOS token"},
+    {"TekkenAddsBosByDefault",
+     [] { return small_bpe().set("tokenizer.ggml.pre", std::string("tekken")); },
      "key 'tokenizer.ggml.add_bos_token' is true, but the vocabulary has no BOS token"},
     {"UnknownOutOfRangeWithoutByteFallback",
      [] {
@@ -252,6 +258,12 @@ TEST(TypesByName, EndOfTurnFoundByTextUnlessNamed) {
   EXPECT_EQ(named.vocab().eot(), kExtra + 1);
   EXPECT_TRUE(named.vocab().is_eog(kExtra + 1));
   EXPECT_TRUE(named.vocab().is_eog(kExtra));  // still a name on the end-of-generation list
+
+  // End of message (Llama 3.1's tool calls), likewise.
+  const Tokenizer eom = load_ok(bytes_bpe({{"<|eom_id|>", 4}}));
+  EXPECT_EQ(eom.vocab().eom(), kExtra);
+  EXPECT_TRUE(eom.vocab().is_eog(kExtra));
+  EXPECT_EQ(eom.vocab().type(kExtra), TokenType::Control);
 }
 
 // Fill-in-the-middle tokens are found by their text when no key names them
