@@ -65,6 +65,9 @@ int bench_main(const std::vector<std::string>& args, std::ostream& out, std::ost
     err << "quip bench: " << loaded.error().message << '\n';
     return kExitBadData;
   }
+  for (const std::string& w : loaded->tokenizer.vocab().warnings()) {
+    err << "quip bench: warning: " << w << '\n';
+  }
   auto isa = kernels::chosen_isa();
   if (!isa) {
     err << "quip bench: " << isa.error().message << '\n';

@@ -330,6 +330,9 @@ int generate_main(const std::vector<std::string>& args, std::ostream& out, std::
 
   auto loaded = session::load_model(model.path.string());
   if (!loaded) return fail({kExitBadData, loaded.error().message});
+  for (const std::string& w : loaded->tokenizer.vocab().warnings()) {
+    err << "quip: warning: " << w << '\n';
+  }
   auto isa = kernels::chosen_isa();
   if (!isa) return fail({kExitUsage, isa.error().message});
 
