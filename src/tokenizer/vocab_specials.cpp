@@ -158,7 +158,8 @@ Result<void> Vocab::load_specials(const gguf::GgufFile& f, const std::string& pr
       {"tokenizer.ggml.fim_pad_token_id", &fim_pad_, kNoToken},
       {"tokenizer.ggml.fim_rep_token_id", &fim_rep_, kNoToken},
       {"tokenizer.ggml.fim_sep_token_id", &fim_sep_, kNoToken},
-      // Older names of the first three FIM keys, read into their own slots.
+      // Older names of the first three FIM keys, read into their own slots
+      // (see below).
       {"tokenizer.ggml.prefix_token_id", &fim_pre_dep, kNoToken},
       {"tokenizer.ggml.suffix_token_id", &fim_suf_dep, kNoToken},
       {"tokenizer.ggml.middle_token_id", &fim_mid_dep, kNoToken},
@@ -195,9 +196,10 @@ Result<void> Vocab::load_specials(const gguf::GgufFile& f, const std::string& pr
   if (add_eos_ && eos_ == kNoToken) {
     return fail("key 'tokenizer.ggml.add_eos_token' is true, but the vocabulary has no EOS token");
   }
-  if (fim_pre_ == kNoToken) fim_pre_ = fim_pre_dep;
-  if (fim_suf_ == kNoToken) fim_suf_ = fim_suf_dep;
-  if (fim_mid_ == kNoToken) fim_mid_ = fim_mid_dep;
+  // llama.cpp reads the older keys last, into the same ids: they win.
+  if (fim_pre_dep != kNoToken) fim_pre_ = fim_pre_dep;
+  if (fim_suf_dep != kNoToken) fim_suf_ = fim_suf_dep;
+  if (fim_mid_dep != kNoToken) fim_mid_ = fim_mid_dep;
 
   // Tokens found by their text when no key names them; each found becomes a
   // control token whatever its stored type, so it is not matched in text

@@ -304,6 +304,11 @@ TEST(TypesByName, FimKeysStopTheSearchAndOldKeysStillCount) {
   EXPECT_EQ(t.vocab().fim_suf(), kExtra + 3);
   EXPECT_EQ(t.vocab().type(kExtra), TokenType::Normal);  // "<PRE>" was not looked for
   EXPECT_EQ(t.vocab().type(kExtra + 2), TokenType::Normal);
+  // Both names given: the older one wins, as llama.cpp reads it last.
+  const Tokenizer both = load_ok(bytes_bpe({{"<m1>", 3}, {"<m2>", 3}})
+                                     .set("tokenizer.ggml.middle_token_id", uint32_t{kExtra + 1})
+                                     .set("tokenizer.ggml.fim_mid_token_id", uint32_t{kExtra}));
+  EXPECT_EQ(both.vocab().fim_mid(), kExtra + 1);
   // A normal token is not matched whole, even when special tokens are parsed.
   EXPECT_EQ(show(t.encode("<PRE><pre>", kParse)), show(cat({bytes_of("<PRE>"), {kExtra + 1}})));
 }
