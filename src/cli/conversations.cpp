@@ -183,12 +183,14 @@ void print_conversation(const ConversationSummary& c, const std::vector<TurnReco
     }
     out << "assistant: " << t.answer << (t.interrupted ? " [interrupted]" : "") << '\n';
     std::string after;
+    int n = 0;
     for (const auto& [id, turn] : branches) {
-      if (turn == t.turn) after += (after.empty() ? "" : ", ") + std::to_string(id);
+      if (turn != t.turn) continue;
+      after += (n++ == 0 ? "" : ", ") + std::to_string(id);
     }
-    if (!after.empty()) {
-      out << "(branched after turn " << t.turn << " into conversation " << after
-          << "; see quip show ID)\n";
+    if (n > 0) {
+      out << "(branched after turn " << t.turn << " into conversation" << (n > 1 ? "s " : " ")
+          << after << "; see quip show ID)\n";
     }
   }
 }

@@ -136,7 +136,7 @@ TEST_F(ContinuationCli, ConcurrentContinuationsOfOneTurnAreBranches) {
   // show lists the branches after turn 1, and --json as "branches".
   const RunResult show = testing::run_quip({"show", std::to_string(id)}, options());
   ASSERT_EQ(show.status, kExitOk) << show.err;
-  EXPECT_NE(show.out.find("(branched after turn 1 into conversation "), std::string::npos)
+  EXPECT_NE(show.out.find("(branched after turn 1 into conversations "), std::string::npos)
       << show.out;
   const RunResult show_json = testing::run_quip({"show", std::to_string(id), "--json"}, options());
   ASSERT_EQ(show_json.status, kExitOk) << show_json.err;
