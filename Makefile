@@ -2,6 +2,7 @@
 #   make demo    set up, build, and run quip's main job
 #   make check   set up, build, and run every test (release, ASan+UBSan, fuzz)
 #
+# The demo model (scripts/fetch_models.sh) lives outside the repository, in MODELS_DIR.
 # Build folders: build/ (release, with tests and benchmarks),
 # build-asan/ (AddressSanitizer + UndefinedBehaviorSanitizer), build-fuzz/ (clang, libFuzzer).
 
@@ -10,29 +11,39 @@ FUZZ_SECONDS ?= 60
 TOKENIZER_FUZZ_SECONDS ?= 20
 SHARED       ?= $(CURDIR)/../shared
 MODEL        ?=
+MODELS_DIR   ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/quip/models
 
-CMAKE_FLAGS = -G Ninja -DQUIP_SHARED_DIR=$(SHARED)
+CMAKE_FLAGS = -G Ninja -DQUIP_SHARED_DIR=$(SHARED) -DQUIP_MODELS_DIR=$(MODELS_DIR)
 
-.PHONY: all setup build demo check test check-asan fuzz bench format clean
+.PHONY: all setup models configure build demo check test check-asan fuzz bench format clean
 
 all: build
 
 setup:
 	@scripts/setup.sh
 
-build: setup
+# The demo model; tests that need it skip without it (and fail when CI is set).
+models: setup
+	@scripts/fetch_models.sh "$(MODELS_DIR)" >/dev/null || true
+
+configure: setup
 	@cmake -S . -B build $(CMAKE_FLAGS) -DCMAKE_BUILD_TYPE=Release >/dev/null
+
+build: configure
 	@cmake --build build -j $(JOBS)
 
-demo: build
-	@scripts/demo.sh "$(MODEL)"
+# Only what the demo runs: quip, and quip-synth for the fallback model.
+demo: configure
+	@cmake --build build -j $(JOBS) --target quip quip-synth
+	@model="$(MODEL)"; [ -n "$$model" ] || model=$$(scripts/fetch_models.sh "$(MODELS_DIR)") || model=; \
+	  scripts/demo.sh "$$model"
 
-test: build
+test: build models
 	cd build && ctest --output-on-failure -j $(JOBS)
 
 # Optimized (-O2 -g): the sanitizers see the same code paths, and the
 # numeric tests (forward passes, quantizers) run several times faster than at -O0.
-check-asan: setup
+check-asan: setup models
 	@cmake -S . -B build-asan $(CMAKE_FLAGS) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	  -DQUIP_SANITIZE=address,undefined -DQUIP_BENCHMARKS=OFF >/dev/null
 	@cmake --build build-asan -j $(JOBS)

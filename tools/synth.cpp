@@ -2,17 +2,21 @@
 // ones, so speed and memory can be measured at realistic scale without
 // downloads (not a user command).
 //
-//   quip-synth SHAPE OUT.gguf [--type f32|f16|q8_0|q4_0|q4_k_m] [--seed N]
+//   quip-synth SHAPE OUT.gguf [--type TYPE] [--seed N]
 //
 // SHAPE: tiny (a 2-layer llama, n_embd 64, F32 by default), qwen2.5-0.5b,
 // llama-3.2-1b, qwen2.5-7b (their published hyper-parameters). Weights are
 // uniform with the standard deviation of a 0.02 normal, quantized with
 // quip's reference quantizers (the same bytes as llama.cpp's for the same
-// floats); norms are ones and biases small, both F32. f32 to q4_0 give every
-// matrix that type; q4_k_m gives each matrix the type llama.cpp's Q4_K_M
-// gives it (gguf/quant_mix.h): Q4_K, Q6_K for the output and for attn_v and
-// ffn_down in some layers, Q5_0 and Q8_0 in their place where rows are not
-// multiples of 256 (most of Qwen2.5-0.5B, all of tiny). The vocabulary is
+// floats); norms are ones and biases small, both F32. TYPE is q4_k_m or one
+// of the types quip multiplies (f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 iq4_nl
+// q2_k q3_k q4_k q5_k q6_k iq4_xs): one type gives every matrix that type,
+// as llama-quantize --pure does, or llama.cpp's fallback where its blocks
+// do not fit a row (gguf/quant_mix.h: Q4_K becomes Q5_0 on tiny's rows of
+// 64, for instance); q4_k_m gives each matrix the type llama.cpp's Q4_K_M
+// gives it: Q4_K, Q6_K for the output and for attn_v and ffn_down in some
+// layers, with the same fallbacks (most of Qwen2.5-0.5B, all of tiny). The
+// vocabulary is
 // byte-level BPE with no merges: 256 byte tokens, then control tokens up to
 // the real vocabulary size.
 #include <cmath>
@@ -62,13 +66,25 @@ struct WeightTypes {
   bool q4_k_m;
 };
 
-// llama.cpp's general.file_type for an all-one-type file.
+// llama.cpp's general.file_type (llama_ftype) for an all-one-type file;
+// the K-quants as their _S variants, which is what --pure writes.
 uint32_t file_type(GgmlType t) {
   switch (t) {
     case GgmlType::F32: return 0;
     case GgmlType::F16: return 1;
     case GgmlType::Q4_0: return 2;
+    case GgmlType::Q4_1: return 3;
     case GgmlType::Q8_0: return 7;
+    case GgmlType::Q5_0: return 8;
+    case GgmlType::Q5_1: return 9;
+    case GgmlType::Q2_K: return 10;
+    case GgmlType::Q3_K: return 11;
+    case GgmlType::Q4_K: return 14;
+    case GgmlType::Q5_K: return 16;
+    case GgmlType::Q6_K: return 18;
+    case GgmlType::IQ4_NL: return 25;
+    case GgmlType::IQ4_XS: return 30;
+    case GgmlType::BF16: return 32;
     default: return 0;
   }
 }
@@ -140,7 +156,7 @@ int write_model(const Shape& s, WeightTypes weights, const std::string& path, ui
   const auto matrix = [&](const std::string& name, uint32_t layer, uint64_t n_in, uint64_t n_out) {
     const GgmlType type = weights.q4_k_m
                               ? quip::gguf::q4_k_m_type({name, layer, 2, n_in}, s.n_layer, !s.tied)
-                              : weights.uniform;
+                              : quip::gguf::fallback_type(weights.uniform, n_in);
     const quip::gguf::TypeTraits traits = quip::gguf::traits(type);
     const uint64_t row_bytes = n_in / traits.block_size * traits.block_bytes;
     w.add_generated_tensor(name, static_cast<uint32_t>(type), {n_in, n_out}, row_bytes * n_out,
@@ -201,8 +217,10 @@ int write_model(const Shape& s, WeightTypes weights, const std::string& path, ui
 
 int usage() {
   std::fputs(
-      "usage: quip-synth SHAPE OUT.gguf [--type f32|f16|q8_0|q4_0|q4_k_m] [--seed N]\n"
-      "SHAPE: tiny, qwen2.5-0.5b, llama-3.2-1b, qwen2.5-7b\n",
+      "usage: quip-synth SHAPE OUT.gguf [--type TYPE] [--seed N]\n"
+      "SHAPE: tiny, qwen2.5-0.5b, llama-3.2-1b, qwen2.5-7b\n"
+      "TYPE: f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 iq4_nl q2_k q3_k q4_k q5_k q6_k iq4_xs "
+      "q4_k_m\n",
       stderr);
   return 2;
 }
@@ -226,10 +244,12 @@ int main(int argc, char** argv) {
     const std::string_view flag = argv[i], value = argv[i + 1];
     if (flag == "--type") {
       const std::optional<GgmlType> t = quip::gguf::type_from_name(value);
-      const bool uniform =
-          t == GgmlType::F32 || t == GgmlType::F16 || t == GgmlType::Q8_0 || t == GgmlType::Q4_0;
+      // Every type quip multiplies has a quantizer.
+      const bool uniform = t && quip::kernels::can_quantize(*t);
       if (!uniform && value != "q4_k_m") {
-        std::fprintf(stderr, "quip-synth: type '%s' is not one of f32, f16, q8_0, q4_0, q4_k_m\n",
+        std::fprintf(stderr,
+                     "quip-synth: type '%s' is not one of f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, "
+                     "q5_1, iq4_nl, q2_k, q3_k, q4_k, q5_k, q6_k, iq4_xs, q4_k_m\n",
                      argv[i + 1]);
         return 2;
       }

@@ -9,11 +9,11 @@
 
 #include "base/text.h"
 #include "cli/exit_status.h"
-#include "cli/loaded_model.h"
 #include "cli/report.h"
 #include "cli/usage.h"
 #include "engine/forward.h"
 #include "kernels/thread_pool.h"
+#include "session/loaded_model.h"
 
 namespace quip::cli {
 
@@ -62,10 +62,13 @@ int bench_main(const std::vector<std::string>& args, std::ostream& out, std::ost
     err << "quip bench: -t must be in [1, 1024] and -r in [1, 1000]\n";
     return kExitUsage;
   }
-  auto loaded = load_model(model_path);
+  auto loaded = session::load_model(model_path);
   if (!loaded) {
     print_error(err, "quip bench", loaded.error().message);
     return kExitBadData;
+  }
+  for (const std::string& w : loaded->tokenizer.vocab().warnings()) {
+    print_warning(err, "quip bench", w);
   }
   auto isa = kernels::chosen_isa();
   if (!isa) {

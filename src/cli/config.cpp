@@ -4,6 +4,8 @@
 #include <toml++/toml.h>
 
 #include <cerrno>
+#include <charconv>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -22,6 +24,48 @@ namespace fs = std::filesystem;
 
 // A config file is a few lines; anything this large is not one.
 constexpr uint64_t kMaxConfigBytes = uint64_t{16} << 20;
+
+std::string format_number(double v) {
+  std::ostringstream s;
+  s << v;
+  return s.str();
+}
+
+// The numeric settings and what each allows: the same for config.toml and
+// the command line, and what the sampler and the engine accept, so that a
+// value from either place is refused where it is written, naming it.
+constexpr int64_t kMaxInt32 = std::numeric_limits<int32_t>::max();
+const RealLimit kRealLimits[] = {
+    {"temp", "--temp", &Settings::temp, 0, 100, false, "0: greedy"},
+    {"top_p", "--top-p", &Settings::top_p, 0, 1, true, "1: no limit"},
+    {"min_p", "--min-p", &Settings::min_p, 0, 1, false, "0: no limit"},
+    {"repeat_penalty", "--repeat-penalty", &Settings::repeat_penalty, 0, 100, true, "1: none"},
+};
+const IntLimit kIntLimits[] = {
+    {"top_k", "--top-k", &Settings::top_k, 0, kMaxInt32, "0: all"},
+    {"seed", "--seed", &Settings::seed, -1, std::numeric_limits<int64_t>::max(), "-1: a fresh one"},
+    {"ctx_size", "--ctx-size", &Settings::ctx_size, 0, kMaxInt32, "0: the model's"},
+    {"threads", "--threads", &Settings::threads, 1, 1024, nullptr},
+    {"n_predict", "--n-predict", &Settings::n_predict, -1, kMaxInt32, "-1: no limit"},
+};
+
+}  // namespace
+
+const RealLimit* real_limit(std::string_view key) {
+  for (const RealLimit& l : kRealLimits) {
+    if (l.key == key || l.flag == key) return &l;
+  }
+  return nullptr;
+}
+
+const IntLimit* int_limit(std::string_view key) {
+  for (const IntLimit& l : kIntLimits) {
+    if (l.key == key || l.flag == key) return &l;
+  }
+  return nullptr;
+}
+
+namespace {
 
 // "FILE:LINE: KEY: what is wrong".
 class Reporter {
@@ -72,8 +116,8 @@ struct Reader {
     return report.at(node, key, std::string("expected a string, got ") + type_name(node));
   }
 
-  Result<double> number(const toml::node& node, const std::string& key, double lo,
-                        double hi) const {
+  Result<double> number(const toml::node& node, const std::string& key,
+                        const RealLimit& limit) const {
     double v = 0;
     if (const auto* f = node.as_floating_point()) {
       v = f->get();
@@ -82,51 +126,26 @@ struct Reader {
     } else {
       return report.at(node, key, std::string("expected a number, got ") + type_name(node));
     }
-    if (!(v >= lo && v <= hi)) {
-      std::ostringstream m;
-      m << format_number(v) << " is not in [" << format_number(lo) << ", " << format_number(hi)
-        << "]";
-      return report.at(node, key, m.str());
-    }
+    if (!limit.allows(v))
+      return report.at(node, key, format_number(v) + " is not in " + limit.range());
     return v;
   }
 
-  Result<int64_t> integer(const toml::node& node, const std::string& key, int64_t lo,
-                          int64_t hi) const {
+  Result<int64_t> integer(const toml::node& node, const std::string& key,
+                          const IntLimit& limit) const {
     const auto* i = node.as_integer();
     if (i == nullptr) {
       return report.at(node, key, std::string("expected an integer, got ") + type_name(node));
     }
-    if (i->get() < lo || i->get() > hi) {
-      return report.at(node, key,
-                       std::to_string(i->get()) + " is not in [" + std::to_string(lo) + ", " +
-                           std::to_string(hi) + "]");
+    if (!limit.allows(i->get())) {
+      return report.at(node, key, std::to_string(i->get()) + " is not in " + limit.range());
     }
     return i->get();
-  }
-
-  static std::string format_number(double v) {
-    std::ostringstream s;
-    s << v;
-    return s.str();
   }
 
   // One setting; false when `name` is not a setting at all.
   Result<bool> setting(const std::string& name, const toml::node& node, const std::string& key,
                        Settings& s) const {
-    constexpr int64_t kMaxInt = int64_t{1} << 40;
-    auto set_double = [&](std::optional<double>& field, double lo, double hi) -> Result<bool> {
-      auto v = number(node, key, lo, hi);
-      if (!v) return v.error();
-      field = *v;
-      return true;
-    };
-    auto set_int = [&](std::optional<int64_t>& field, int64_t lo, int64_t hi) -> Result<bool> {
-      auto v = integer(node, key, lo, hi);
-      if (!v) return v.error();
-      field = *v;
-      return true;
-    };
     if (name == "system") {
       auto v = string(node, key);
       if (!v) return v.error();
@@ -139,15 +158,18 @@ struct Reader {
       s.template_file = resolve_path(*v, file);
       return true;
     }
-    if (name == "temp") return set_double(s.temp, 0, 100);
-    if (name == "top_p") return set_double(s.top_p, 0, 1);
-    if (name == "min_p") return set_double(s.min_p, 0, 1);
-    if (name == "repeat_penalty") return set_double(s.repeat_penalty, 0.01, 100);
-    if (name == "top_k") return set_int(s.top_k, 0, kMaxInt);
-    if (name == "seed") return set_int(s.seed, 0, std::numeric_limits<int64_t>::max());
-    if (name == "ctx_size") return set_int(s.ctx_size, 0, kMaxInt);
-    if (name == "threads") return set_int(s.threads, 1, 1024);
-    if (name == "n_predict") return set_int(s.n_predict, -1, kMaxInt);
+    if (const RealLimit* limit = real_limit(name)) {
+      auto v = number(node, key, *limit);
+      if (!v) return v.error();
+      s.*(limit->field) = *v;
+      return true;
+    }
+    if (const IntLimit* limit = int_limit(name)) {
+      auto v = integer(node, key, *limit);
+      if (!v) return v.error();
+      s.*(limit->field) = *v;
+      return true;
+    }
     return false;
   }
 };
@@ -268,6 +290,66 @@ Result<Config> load_config(const std::optional<fs::path>& explicit_file) {
   auto text = read_regular_file(file, kMaxConfigBytes);
   if (!text) return text.error();
   return parse_config(*text, file);
+}
+
+bool RealLimit::allows(double v) const {
+  return std::isfinite(v) && (lo_open ? v > lo : v >= lo) && v <= hi;
+}
+
+std::string RealLimit::range() const {
+  std::string d =
+      std::string(lo_open ? "(" : "[") + format_number(lo) + ", " + format_number(hi) + "]";
+  if (meaning != nullptr) d += std::string(" (") + meaning + ")";
+  return d;
+}
+
+bool IntLimit::allows(int64_t v) const {
+  return v >= lo && v <= hi;
+}
+
+std::string IntLimit::range() const {
+  // Appended piece by piece: GCC 12 sees a false overlap in "[" + to_string(..).
+  std::string d = "[";
+  d += std::to_string(lo);
+  d += ", ";
+  d += std::to_string(hi);
+  d += "]";
+  if (meaning != nullptr) d += std::string(" (") + meaning + ")";
+  return d;
+}
+
+Result<void> set_from_flag(std::string_view flag, const std::string& text, Settings& s) {
+  const std::string shown = printable(text, 40);
+  // The whole text as a decimal number; a leading '+' is allowed.
+  const char* begin = text.data();
+  const char* end = text.data() + text.size();
+  if (text.size() > 1 && text[0] == '+' && text[1] != '-') ++begin;
+  if (const RealLimit* limit = real_limit(flag)) {
+    // "1e-3" too; "nan" and "inf" parse, and fail the range.
+    double v = 0;
+    const auto [p, ec] = std::from_chars(begin, end, v);
+    if (begin == end || p != end || (ec != std::errc() && ec != std::errc::result_out_of_range)) {
+      return Error{std::string(flag) + " '" + shown + "' is not a number in " + limit->range()};
+    }
+    if (ec == std::errc::result_out_of_range || !limit->allows(v)) {
+      return Error{std::string(flag) + " " + shown + " is not in " + limit->range()};
+    }
+    s.*(limit->field) = v;
+    return {};
+  }
+  const IntLimit* limit = int_limit(flag);
+  CHECK(limit != nullptr);
+  int64_t v = 0;
+  const auto [p, ec] = std::from_chars(begin, end, v);
+  if (begin == end || p != end || (ec != std::errc() && ec != std::errc::result_out_of_range)) {
+    return Error{std::string(flag) + " '" + shown + "' is not an integer in " + limit->range()};
+  }
+  // Beyond int64 is beyond the allowed range too: said, not clamped.
+  if (ec == std::errc::result_out_of_range || !limit->allows(v)) {
+    return Error{std::string(flag) + " " + shown + " is not in " + limit->range()};
+  }
+  s.*(limit->field) = v;
+  return {};
 }
 
 Settings merged(const Settings& base, const Settings& over) {

@@ -10,7 +10,10 @@
 //   temp = 0.7
 //
 // Settings (top level or per model): system, template, temp, top_k, top_p,
-// min_p, repeat_penalty, seed, ctx_size, threads, n_predict. The [cache]
+// min_p, repeat_penalty, seed, ctx_size, threads, n_predict (the numeric
+// ones within the ranges of RealLimit/IntLimit, shared with the command
+// line; seed and n_predict -1 and ctx_size 0 mean "fresh", "no limit" and
+// "the model's"). The [cache]
 // table sets the prefix cache's max_size ("4GiB", or bytes). Precedence: a
 // command-line flag, then the model's table, then the top level, then
 // quip's default. Unknown keys and bad values are errors naming the file,
@@ -22,6 +25,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "base/result.h"
 
@@ -34,6 +38,41 @@ struct Settings {
   std::optional<double> temp, top_p, min_p, repeat_penalty;
   std::optional<int64_t> top_k, seed, ctx_size, threads, n_predict;
 };
+
+// What a numeric setting allows, in config.toml and on the command line
+// alike (config.cpp has the table). Non-finite numbers are never allowed.
+struct RealLimit {
+  std::string_view key;   // in config.toml: "top_p"
+  std::string_view flag;  // on the command line: "--top-p"
+  std::optional<double> Settings::*field;
+  double lo, hi;  // [lo, hi], or (lo, hi] when lo_open
+  bool lo_open;
+  const char* meaning;  // of a special value ("1: no limit"), or null
+
+  bool allows(double v) const;
+  std::string range() const;  // "(0, 1] (1: no limit)"
+};
+struct IntLimit {
+  std::string_view key, flag;
+  std::optional<int64_t> Settings::*field;
+  int64_t lo, hi;  // [lo, hi]
+  const char* meaning;
+
+  bool allows(int64_t v) const;
+  std::string range() const;  // "[-1, 2147483647] (-1: no limit)"
+};
+
+// The limit of a numeric setting by config key ("top_p") or flag
+// ("--top-p"), or null when it is not one of that kind.
+const RealLimit* real_limit(std::string_view key_or_flag);
+const IntLimit* int_limit(std::string_view key_or_flag);
+
+// Sets the numeric setting that `flag` ("--temp", "--n-predict", ...) names
+// from its text on the command line, as config.toml's key would be set:
+// the whole text must be a number within the setting's range, never
+// clamped or wrapped. Errors: "--n-predict -2 is not in [-1, 2147483647]
+// (-1: no limit)". PRECONDITIONS: flag names a numeric setting.
+Result<void> set_from_flag(std::string_view flag, const std::string& text, Settings& s);
 
 struct ModelAlias {
   std::filesystem::path path;  // absolute, or relative to the working folder

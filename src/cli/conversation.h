@@ -1,15 +1,14 @@
-// The conversation side of a `quip` call: which conversation a call
-// continues (-c, --cid ID, --cid ID@N), the messages it holds so far, and
-// recording the call's turn in the store.
+// The conversation side of a `quip` call as the command line gives it: the
+// terminal session that -c is scoped to, the database file, and --cid's
+// "ID" or "ID@N". Finding the conversation and recording the turn are the
+// session layer's (session/conversation.h, session/session.h).
 #pragma once
 
-#include <nlohmann/json.hpp>
-#include <optional>
+#include <filesystem>
 #include <string>
-#include <vector>
 
 #include "base/result.h"
-#include "store/store.h"
+#include "session/conversation.h"
 
 namespace quip::cli {
 
@@ -22,29 +21,6 @@ std::string session_scope();
 Result<std::filesystem::path> store_path();
 
 // "42" or "42@3". Errors say what was expected.
-struct ConversationRef {
-  int64_t id = 0;
-  std::optional<int> turn;  // fork after this turn
-};
-Result<ConversationRef> parse_conversation_ref(const std::string& text);
-
-// What a continued call builds on.
-struct Base {
-  int64_t conversation = 0;
-  std::optional<int> fork_turn;           // set when the call starts a fork
-  std::vector<store::TurnRecord> turns;   // the turns it continues, in order
-  bool raw = false;                       // a --raw conversation
-
-  // Every message so far, each turn's added messages followed by its answer.
-  nlohmann::json history() const;
-  // The exact tokens so far: the last turn's prompt and answer.
-  std::vector<int32_t> tokens() const;
-};
-
-// The conversation that -c (last in this session) or --cid names.
-Result<Base> find_base(store::Store& store, const std::optional<std::string>& cid);
-
-// The messages a raw turn records: its text under the role "raw".
-nlohmann::json raw_messages(const std::string& text);
+Result<session::ConversationRef> parse_conversation_ref(const std::string& text);
 
 }  // namespace quip::cli

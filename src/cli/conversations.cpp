@@ -128,8 +128,16 @@ Json summary_json(const ConversationSummary& c) {
               {"forked_from", forked_from_json(c)}};
 }
 
-Json conversation_json(const ConversationSummary& c, const std::vector<TurnRecord>& turns) {
+// Conversations forked from one: (conversation, the turn they follow).
+using Branches = std::vector<std::pair<int64_t, int>>;
+
+Json conversation_json(const ConversationSummary& c, const std::vector<TurnRecord>& turns,
+                       const Branches& branches) {
   Json j = summary_json(c);
+  j["branches"] = Json::array();
+  for (const auto& [id, turn] : branches) {
+    j["branches"].push_back(Json{{"conversation", id}, {"turn", turn}});
+  }
   j["turns"] = Json::array();
   for (const TurnRecord& t : turns) {
     j["turns"].push_back(Json{{"turn", t.turn},
@@ -169,8 +177,11 @@ std::string forked_note(const ConversationSummary& c) {
          std::to_string(c.forked_from->second);
 }
 
+// A branch is a conversation of its own (a fork with --cid ID@N, or a turn
+// recorded while its conversation moved on): it holds copies of the turns
+// it follows, and its parent lists it after the turn where it departs.
 void print_conversation(const ConversationSummary& c, const std::vector<TurnRecord>& turns,
-                        std::ostream& out) {
+                        const Branches& branches, std::ostream& out) {
   // Stored text is shown, never obeyed: control characters (ESC, OSC, BEL,
   // CR, BS, C1) and bytes that are not UTF-8 are escaped; lines and tabs stay.
   out << "conversation " << c.id << (c.title.empty() ? "" : ": " + title_text(c.title)) << '\n';
@@ -183,8 +194,17 @@ void print_conversation(const ConversationSummary& c, const std::vector<TurnReco
       out << (m.role.empty() ? "message" : printable(m.role)) << ": " << printable_lines(m.text)
           << '\n';
     }
-    out << "assistant: " << printable_lines(t.answer) << (t.interrupted ? " [interrupted]" : "")
-        << '\n';
+    out << "assistant: " << printable_lines(t.answer) << (t.interrupted ? " [interrupted]" : "") << '\n';
+    std::string after;
+    int n = 0;
+    for (const auto& [id, turn] : branches) {
+      if (turn != t.turn) continue;
+      after += (n++ == 0 ? "" : ", ") + std::to_string(id);
+    }
+    if (n > 0) {
+      out << "(branched after turn " << t.turn << " into conversation" << (n > 1 ? "s " : " ")
+          << after << "; see quip show ID)\n";
+    }
   }
 }
 
@@ -243,10 +263,25 @@ int print_one(const std::string& command, const std::string& id_text, Format for
     print_error(err, "quip", turns.error().message);
     return kExitFailure;
   }
+  Branches branches;
+  if (format != Format::kMarkdown) {
+    auto forks = db->forks_of(id);
+    if (!forks) {
+      print_error(err, "quip", forks.error().message);
+      return kExitFailure;
+    }
+    branches = std::move(*forks);
+  }
   switch (format) {
-    case Format::kText: print_conversation(**summary, *turns, out); break;
-    case Format::kMarkdown: print_markdown(**summary, *turns, out); break;
-    case Format::kJson: print_json(conversation_json(**summary, *turns), out); break;
+    case Format::kText:
+      print_conversation(**summary, *turns, branches, out);
+      break;
+    case Format::kMarkdown:
+      print_markdown(**summary, *turns, out);
+      break;
+    case Format::kJson:
+      print_json(conversation_json(**summary, *turns, branches), out);
+      break;
   }
   return kExitOk;
 }
@@ -307,7 +342,11 @@ int log_main(const std::vector<std::string>& args, std::ostream& out, std::ostre
 }
 
 int show_main(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
-  CLI::App app{"Show a conversation's turns: the messages, the answers, interrupted ones marked.",
+  CLI::App app{"Show a conversation's turns: the messages, the answers, interrupted ones marked.\n"
+               "A branch (a fork made with --cid ID@N, or a turn recorded as one because the\n"
+               "conversation moved on while it was computed) is a conversation of its own that\n"
+               "starts with copies of the turns it follows: its header says \"forked from\n"
+               "conversation ID at turn N\", and the conversation it left lists it after turn N.",
                "quip show"};
   std::string id;
   bool json = false;

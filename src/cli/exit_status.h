@@ -15,5 +15,8 @@ inline constexpr int kExitFailure = 1;        // a runtime failure
 inline constexpr int kExitUsage = 2;          // wrong arguments, options, config or input
 inline constexpr int kExitBadData = 3;        // a model or data file that cannot be used
 inline constexpr int kExitInterrupted = 130;  // SIGINT
+// A call stopped by a signal exits with kExitSignal + the signal's number,
+// as a shell reports it: 130 for SIGINT, 143 for SIGTERM, 129 for SIGHUP.
+inline constexpr int kExitSignal = 128;
 
 }  // namespace quip::cli

@@ -1,59 +1,61 @@
 #include "cli/generate.h"
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <charconv>
 #include <cmath>
 #include <csignal>
-#include <cstring>
-#include <fstream>
 #include <iostream>
+#include <limits>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <sstream>
 #include <variant>
 
+#include "base/paths.h"
 #include "base/text.h"
-#include "chat/chat_template.h"
-#include "chat/turn_prompt.h"
 #include "cli/config.h"
 #include "cli/conversation.h"
 #include "cli/exit_status.h"
-#include "cli/loaded_model.h"
 #include "cli/prompt_input.h"
 #include "cli/report.h"
 #include "cli/usage.h"
-#include "engine/generate.h"
-#include "base/paths.h"
-#include "gguf/fingerprint.h"
 #include "kernels/thread_pool.h"
-#include "store/prefix_cache.h"
+#include "session/session.h"
 
 namespace quip::cli {
 
 namespace {
 
 namespace fs = std::filesystem;
+using session::FailureKind;
 
-volatile std::sig_atomic_t g_interrupted = 0;
+// The signal that asked the call to stop (SIGINT, SIGTERM, SIGHUP), or 0.
+// Written by the handler, read by the generation loop: a lock-free
+// sig_atomic_t is all a handler may touch.
+volatile std::sig_atomic_t g_stop_signal = 0;
 
-extern "C" void on_sigint(int) {
-  g_interrupted = 1;
+extern "C" void on_stop_signal(int signo) {
+  if (g_stop_signal == 0) g_stop_signal = signo;
 }
 
-double ms_between(std::chrono::steady_clock::time_point a,
-                  std::chrono::steady_clock::time_point b) {
-  return std::chrono::duration<double, std::milli>(b - a).count();
-}
-
-const char* stop_name(engine::StopReason r) {
-  switch (r) {
-    case engine::StopReason::End: return "end";
-    case engine::StopReason::Length: return "length";
-    case engine::StopReason::Context: return "context";
-    case engine::StopReason::Caller: return "interrupted";
-  }
-  return "?";
+// Ctrl-C, `timeout`/`kill` (SIGTERM) and a closed terminal (SIGHUP) all stop
+// the answer where it is: what was generated is printed and recorded as
+// interrupted. SA_RESTART: a write that a signal interrupts goes on, so the
+// answer reaches stdout whole.
+void catch_stop_signals() {
+  struct sigaction sa {};
+  sa.sa_handler = on_stop_signal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  for (int signo : {SIGINT, SIGTERM, SIGHUP}) sigaction(signo, &sa, nullptr);
+  struct sigaction ignore {};
+  ignore.sa_handler = SIG_IGN;
+  sigemptyset(&ignore.sa_mask);
+  sigaction(SIGPIPE, &ignore, nullptr);
 }
 
 // A failure of the call: the one line for stderr and the exit status.
@@ -62,12 +64,23 @@ struct Failure {
   std::string message;
 };
 
-template <class T>
-using Outcome = std::variant<T, Failure>;
+int exit_status(FailureKind kind) {
+  switch (kind) {
+    case FailureKind::Usage: return kExitUsage;
+    case FailureKind::BadData: return kExitBadData;
+    case FailureKind::Runtime: return kExitFailure;
+  }
+  return kExitFailure;
+}
 
-// "1 2 3" -> ids; errors name the word that is not an id of the vocabulary.
-Result<std::vector<int32_t>> parse_ids(const std::string& text, uint32_t n_vocab) {
-  std::vector<int32_t> ids;
+Failure from(const session::Failure& f) {
+  return Failure{exit_status(f.kind), f.message};
+}
+
+// "1 2 3" -> ids; errors name the word that is not a number. Whether each
+// is a token id of the vocabulary is the session's to say.
+Result<std::vector<int64_t>> parse_ids(const std::string& text) {
+  std::vector<int64_t> ids;
   std::istringstream in(text);
   std::string word;
   while (in >> word) {
@@ -78,11 +91,10 @@ Result<std::vector<int32_t>> parse_ids(const std::string& text, uint32_t n_vocab
     } catch (const std::exception&) {
       used = 0;
     }
-    if (used != word.size() || v < 0 || v >= n_vocab) {
-      return Error{"--tokens: '" + printable(word) + "' is not a token id in [0, " +
-                   std::to_string(n_vocab) + ")"};
+    if (used != word.size() || v < 0) {
+      return Error{"--tokens: '" + printable(word) + "' is not a token id"};
     }
-    ids.push_back(static_cast<int32_t>(v));
+    ids.push_back(v);
   }
   if (ids.empty()) return Error{"--tokens: no token ids given"};
   return ids;
@@ -96,11 +108,14 @@ struct Flags {
        stats = false, no_cache = false;
   std::optional<std::string> cache_max_size;
   Settings settings;
+  // The numeric settings as typed, by flag ("--temp"): read by
+  // set_from_flag with config.toml's ranges, never clamped by the parser.
+  std::map<std::string, std::optional<std::string>> numbers;
+  std::optional<std::string> logprobs_text;
   int logprobs = 0;
 };
 
 void add_options(CLI::App& app, Flags& f) {
-  Settings& s = f.settings;
   app.add_option("PROMPT", f.words,
                  "the prompt (words are joined by spaces); stdin, when not a terminal, comes "
                  "first as context; '-' makes stdin the prompt");
@@ -114,17 +129,27 @@ void add_options(CLI::App& app, Flags& f) {
   app.add_option("--tokens", f.tokens, "with --raw: the prompt as token ids \"ID ID ...\"");
   app.add_flag("--print-prompt", f.print_prompt,
                "print the prompt the call would send (with --json: and its token ids); no answer");
-  app.add_option("-n,--n-predict", s.n_predict, "stop after N tokens (-1: at the end of the turn)");
-  app.add_option("--temp", s.temp, "temperature; 0 is greedy (default 0)");
-  app.add_option("--top-k", s.top_k, "keep the K most likely tokens (0: all; default 40)");
-  app.add_option("--top-p", s.top_p, "keep the most likely tokens up to probability P (0.95)");
-  app.add_option("--min-p", s.min_p, "drop tokens below P times the most likely (0.05)");
-  app.add_option("--repeat-penalty", s.repeat_penalty, "penalty for recent tokens (1: none)");
-  app.add_option("-s,--seed", s.seed, "random seed (default: a fresh one, reported by --json)");
-  app.add_option("-t,--threads", s.threads, "threads (default: the physical cores)");
-  app.add_option("--ctx-size", s.ctx_size, "context positions (default: the model's)");
+  const auto number = [&](const std::string& names, const std::string& flag, const char* help) {
+    // Parsed as text (set_from_flag), shown as the kind of number it is.
+    app.add_option(names, f.numbers[flag], help)
+        ->type_name(real_limit(flag) != nullptr ? "NUMBER" : "INT");
+  };
+  number("-n,--n-predict", "--n-predict",
+         "stop after N tokens, N in [0, 2^31); -1 (the default): at the end of the turn");
+  number("--temp", "--temp", "temperature in [0, 100]; 0 is greedy (default 0)");
+  number("--top-k", "--top-k", "keep the K most likely tokens (0: all; default 40)");
+  number("--top-p", "--top-p", "keep the most likely tokens up to probability P in (0, 1] (0.95)");
+  number("--min-p", "--min-p", "drop tokens below P times the most likely, P in [0, 1] (0.05)");
+  number("--repeat-penalty", "--repeat-penalty", "penalty for recent tokens in (0, 100] (1: none)");
+  number("-s,--seed", "--seed",
+         "random seed in [0, 2^63); -1 (the default): a fresh one, reported by --json");
+  number("-t,--threads", "--threads", "threads in [1, 1024] (default: the physical cores)");
+  number("--ctx-size", "--ctx-size",
+         "context positions in [1, 2^31); 0 (the default): the model's training context");
   app.add_flag("--ignore-eos", f.ignore_eos, "go on past the end of the turn");
-  app.add_option("--logprobs", f.logprobs, "with --json: the K most likely tokens of each step");
+  app.add_option("--logprobs", f.logprobs_text,
+                 "with --json: the K most likely tokens of each step, K in [0, 1000]")
+      ->type_name("INT");
   app.add_flag("--json", f.json, "print one JSON object instead of the text");
   app.add_flag("--stats", f.stats, "print token counts and timings as one line on stderr");
   app.add_flag("--no-cache", f.no_cache, "neither restore nor save evaluated prefixes");
@@ -140,15 +165,17 @@ struct ModelChoice {
   Settings settings;
 };
 
-Outcome<ModelChoice> choose_model(const Flags& f, const Config& config, const Base* base) {
+std::variant<ModelChoice, Failure> choose_model(const Flags& f, const Config& config,
+                                                const session::Base* base) {
   ModelChoice c;
   std::optional<std::string> name = f.model;
   if (!name && base != nullptr) name = base->turns.back().model_path;
   if (!name) name = config.default_model;
   if (!name) {
-    return Failure{kExitUsage,
-                   "no model: give -m/--model MODEL (a .gguf file or an alias), or set 'model' in " +
-                       (config.file.empty() ? std::string("config.toml") : config.file.string())};
+    return Failure{
+        kExitUsage,
+        "no model: give -m/--model MODEL (a .gguf file or an alias), or set 'model' in " +
+            (config.file.empty() ? std::string("config.toml") : config.file.string())};
   }
   Settings alias_settings;
   if (auto it = config.models.find(*name); it != config.models.end()) {
@@ -161,7 +188,7 @@ Outcome<ModelChoice> choose_model(const Flags& f, const Config& config, const Ba
   return c;
 }
 
-Outcome<engine::SamplerSettings> sampler_settings(const Settings& s) {
+std::variant<engine::SamplerSettings, Failure> sampler_settings(const Settings& s) {
   engine::SamplerSettings out;
   if (s.temp) out.temperature = static_cast<float>(*s.temp);
   if (s.top_k) {
@@ -173,120 +200,42 @@ Outcome<engine::SamplerSettings> sampler_settings(const Settings& s) {
   if (s.top_p) out.top_p = static_cast<float>(*s.top_p);
   if (s.min_p) out.min_p = static_cast<float>(*s.min_p);
   if (s.repeat_penalty) out.repeat_penalty = static_cast<float>(*s.repeat_penalty);
-  out.seed = s.seed ? static_cast<uint64_t>(*s.seed) : std::random_device{}();
+  // -1 (or none): a fresh seed, which --json reports.
+  out.seed = s.seed && *s.seed >= 0 ? static_cast<uint64_t>(*s.seed) : std::random_device{}();
   if (auto check = engine::Sampler::create(out); !check) {
     return Failure{kExitUsage, check.error().message};
   }
   return out;
 }
 
-nlohmann::json sampler_json(const engine::SamplerSettings& s, int64_t n_predict, size_t n_ctx) {
-  return {{"temp", s.temperature}, {"top_k", s.top_k},   {"top_p", s.top_p},
-          {"min_p", s.min_p},      {"repeat_penalty", s.repeat_penalty},
-          {"seed", s.seed},        {"n_predict", n_predict}, {"ctx_size", n_ctx}};
-}
-
-// The template source: --template, the config's, the model's own, else ChatML.
-Outcome<std::string> template_source(const Settings& s, const LoadedModel& m) {
-  if (s.template_file) {
-    auto text = read_input_file(s.template_file->string());  // a regular file only
-    if (!text) return Failure{kExitUsage, text.error().message};
-    return std::move(*text);
-  }
-  auto own = m.file->get_optional<std::string_view>("tokenizer.chat_template");
-  if (!own) return Failure{kExitBadData, own.error().message};
-  if (*own) return std::string(**own);
-  return std::string(chat::chatml_template());
-}
-
-// The whole prompt of this call and the messages it adds.
-struct Prompt {
-  std::vector<int32_t> tokens;
-  size_t shared = 0;  // chat::TurnPrompt::shared: a prefix the cache keeps whole
-  std::string text;  // for --print-prompt: the text of every token
-  nlohmann::json added;
-};
-
-Outcome<Prompt> build_prompt(const Flags& f, const Settings& s, const LoadedModel& m,
-                             const std::string& fingerprint, const Base* base,
-                             const std::vector<std::string>& parts) {
-  Prompt p;
-  const tokenizer::Tokenizer& tok = m.tokenizer;
-  const auto whole_text = [&](std::span<const int32_t> stored, const std::string& added) {
-    return tok.decode(stored, {.special = true, .strip_leading_space = false}) + added;
-  };
-  if (f.raw) {
-    if (base != nullptr && !base->raw) {
-      return Failure{kExitUsage, "conversation " + std::to_string(base->conversation) +
-                                     " is a chat; continue it without --raw"};
+nlohmann::json json_result(const session::Request& request, const session::Prompt& prompt,
+                           const session::Answer& a) {
+  nlohmann::json j;
+  j["conversation"] = a.recorded ? nlohmann::json(a.recorded->conversation) : nlohmann::json();
+  j["turn"] = a.recorded ? nlohmann::json(a.recorded->turn) : nlohmann::json();
+  j["forked_from"] = a.forked_from ? nlohmann::json{{"conversation", a.forked_from->first},
+                                                    {"turn", a.forked_from->second}}
+                                   : nlohmann::json();
+  j["text"] = escape_invalid_utf8(a.text);
+  j["tokens"] = a.tokens;
+  j["prompt_tokens"] = prompt.tokens;
+  j["usage"] = {{"prompt_tokens", a.usage.prompt_tokens},
+                {"cached_tokens", a.usage.cached_tokens},
+                {"evaluated_tokens", a.usage.evaluated_tokens},
+                {"generated_tokens", a.usage.generated_tokens}};
+  j["stop"] = session::stop_name(a.stop);
+  j["seed"] = request.sampler.seed;
+  if (request.logprobs > 0) {
+    nlohmann::json steps = nlohmann::json::array();
+    for (const engine::Step& st : a.steps) {
+      nlohmann::json top = nlohmann::json::array();
+      for (const engine::TokenLogprob& t : st.top) top.push_back({t.id, t.logprob});
+      steps.push_back({{"id", st.id}, {"top", top}});
     }
-    std::vector<int32_t> stored = base != nullptr ? base->tokens() : std::vector<int32_t>{};
-    if (base != nullptr && base->turns.back().model_fingerprint != fingerprint) {
-      return Failure{kExitUsage, "conversation " + std::to_string(base->conversation) +
-                                     " was made with another model; a --raw conversation "
-                                     "continues only with its own"};
-    }
-    std::vector<int32_t> added;
-    std::string text;
-    if (f.tokens) {
-      auto ids = parse_ids(*f.tokens, m.model.hparams().n_vocab);
-      if (!ids) return Failure{kExitUsage, ids.error().message};
-      added = std::move(*ids);
-      text = tok.decode(added, {.special = true, .strip_leading_space = false});
-    } else {
-      text = join_raw(parts);
-      added = tok.encode(text, {.add_special = stored.empty(), .parse_special = true});
-    }
-    p.added = raw_messages(f.tokens ? "" : text);
-    const tokenizer::TokenId bos = tok.vocab().bos();
-    if (!f.tokens && stored.empty() && !added.empty() && added[0] == bos && bos >= 0 &&
-        !text.starts_with(tok.vocab().text(bos))) {
-      text.insert(0, tok.vocab().text(bos));  // the BOS the vocabulary added
-    }
-    p.text = whole_text(stored, text);
-    p.tokens = std::move(stored);
-    p.tokens.insert(p.tokens.end(), added.begin(), added.end());
-    return p;
+    j["steps"] = steps;
   }
-
-  if (base != nullptr && base->raw) {
-    return Failure{kExitUsage, "conversation " + std::to_string(base->conversation) +
-                                   " is a --raw one; continue it with --raw"};
-  }
-  auto source = template_source(s, m);
-  if (auto* fail = std::get_if<Failure>(&source)) return *fail;
-  auto tmpl = chat::ChatTemplate::parse(std::get<std::string>(source));
-  if (!tmpl) {
-    const bool own = !s.template_file;
-    return Failure{own ? kExitBadData : kExitUsage,
-                   (own ? m.file->name() + ": tokenizer.chat_template: "
-                        : s.template_file->string() + ": ") +
-                       tmpl.error().message};
-  }
-  chat::RenderOptions options;
-  chat::set_special_tokens(tok, options);
-  p.added = nlohmann::json::array();
-  if (base == nullptr && s.system) p.added.push_back({{"role", "system"}, {"content", *s.system}});
-  p.added.push_back({{"role", "user"}, {"content", join_for_chat(parts)}});
-
-  Result<chat::TurnPrompt> turn = Error{""};
-  if (base != nullptr && base->turns.back().model_fingerprint == fingerprint) {
-    turn = chat::next_turn_prompt(*tmpl, tok, base->history(), base->tokens(), p.added, options);
-  } else {
-    // A new conversation, or one continued with another model: its stored
-    // tokens mean nothing to this one, so the whole history is rendered.
-    nlohmann::json messages = base != nullptr ? base->history() : nlohmann::json::array();
-    for (const auto& msg : p.added) messages.push_back(msg);
-    turn = chat::first_turn_prompt(*tmpl, tok, messages, options);
-  }
-  if (!turn) {
-    return Failure{template_failure_status(turn.error(), !s.template_file),
-                   template_failure_message(turn.error(), m.file->name(), s.template_file)};
-  }
-  p.text = whole_text(std::span(turn->tokens).first(turn->stored), turn->text);
-  p.tokens = std::move(turn->tokens);
-  p.shared = turn->shared;
-  return p;
+  j["timings"] = session::timings_json(a);
+  return j;
 }
 
 }  // namespace
@@ -302,7 +251,7 @@ std::string generate_options_help() {
 }
 
 int generate_main(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
-  const auto t_start = std::chrono::steady_clock::now();
+  session::Request request;  // its start: now, so the load time counts everything
   CLI::App app{"Answer a prompt with a local GGUF model; the answer streams to stdout.", "quip"};
   Flags f;
   add_options(app, f);
@@ -319,51 +268,58 @@ int generate_main(const std::vector<std::string>& args, std::ostream& out, std::
   }
   if (f.resume && f.cid) return fail({kExitUsage, "give -c or --cid, not both"});
   if (f.settings.system && (f.resume || f.cid)) {
-    return fail({kExitUsage, "--system sets the start of a new conversation; a continued one "
-                             "keeps its own"});
+    return fail({kExitUsage,
+                 "--system sets the start of a new conversation; a continued one "
+                 "keeps its own"});
   }
-  if (f.logprobs < 0 || f.logprobs > 1000) {
-    return fail({kExitUsage, "--logprobs " + std::to_string(f.logprobs) + " is not in [0, 1000]"});
+  for (const auto& [flag, text] : f.numbers) {
+    if (!text) continue;
+    if (auto set = set_from_flag(flag, *text, f.settings); !set) {
+      return fail({kExitUsage, set.error().message});
+    }
   }
-  if (f.settings.threads && (*f.settings.threads < 1 || *f.settings.threads > 1024)) {
-    return fail({kExitUsage, "--threads " + std::to_string(*f.settings.threads) +
-                                 " is not in [1, 1024]"});
+  if (f.logprobs_text) {
+    const std::string& t = *f.logprobs_text;
+    const auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), f.logprobs);
+    if (t.empty() || ec != std::errc() || p != t.data() + t.size() || f.logprobs < 0 ||
+        f.logprobs > 1000) {
+      return fail(
+          {kExitUsage, "--logprobs '" + printable(t, 40) + "' is not an integer in [0, 1000]"});
+    }
+  }
+  std::optional<std::vector<int64_t>> token_ids;
+  if (f.tokens) {
+    auto ids = parse_ids(*f.tokens);
+    if (!ids) return fail({kExitUsage, ids.error().message});
+    token_ids = std::move(*ids);
   }
 
   auto config = load_config(f.config ? std::optional<fs::path>(*f.config) : std::nullopt);
   if (!config) return fail({kExitUsage, config.error().message});
 
+  auto db = store_path();
+  request.database = db ? std::optional<fs::path>(*db) : std::nullopt;
+  request.session = session_scope();
   // The conversation this call continues.
-  std::optional<Base> base;
   if (f.resume || f.cid) {
-    std::optional<ConversationRef> ref;
+    std::optional<session::ConversationRef> ref;
     if (f.cid) {
       auto parsed = parse_conversation_ref(*f.cid);
       if (!parsed) return fail({kExitUsage, parsed.error().message});
       ref = *parsed;
     }
-    auto db = store_path();
-    if (!db) return fail({kExitFailure, db.error().message});
-    std::error_code ec;
-    if (!fs::exists(*db, ec)) {  // nothing recorded yet
-      return fail({kExitFailure, ref ? "no conversation " + std::to_string(ref->id)
-                                     : std::string("no conversation to continue in this "
-                                                   "terminal session")});
-    }
-    auto store = store::Store::open_read_only(*db);
-    if (!store) return fail({kExitFailure, store.error().message});
-    auto found = find_base(*store, f.cid);
-    if (!found) return fail({kExitFailure, found.error().message});
-    base = std::move(*found);
+    auto found = session::find_base(request.database, ref, request.session);
+    if (!found) return fail(from(found.failure()));
+    request.base = std::move(*found);
   }
 
-  auto choice = choose_model(f, *config, base ? &*base : nullptr);
+  auto choice = choose_model(f, *config, request.base ? &*request.base : nullptr);
   if (auto* failure = std::get_if<Failure>(&choice)) return fail(*failure);
   const ModelChoice& model = std::get<ModelChoice>(choice);
   const Settings& s = model.settings;
   auto sampler = sampler_settings(s);
   if (auto* failure = std::get_if<Failure>(&sampler)) return fail(*failure);
-  const engine::SamplerSettings& sampling = std::get<engine::SamplerSettings>(sampler);
+  request.sampler = std::get<engine::SamplerSettings>(sampler);
 
   std::vector<std::string> parts;
   if (!f.tokens) {
@@ -373,15 +329,35 @@ int generate_main(const std::vector<std::string>& args, std::ostream& out, std::
     if (parts.empty()) return fail({kExitUsage, "no prompt: give PROMPT words, -f FILE or stdin"});
   }
 
-  auto loaded = load_model(model.path.string());
+  auto loaded = session::load_model(model.path.string());
   if (!loaded) return fail({kExitBadData, loaded.error().message});
+  for (const std::string& w : loaded->tokenizer.vocab().warnings()) {
+    print_warning(err, "quip", w);
+  }
   auto isa = kernels::chosen_isa();
   if (!isa) return fail({kExitUsage, isa.error().message});
-  const std::string fingerprint = gguf::fingerprint(*loaded->file);
 
-  auto built = build_prompt(f, s, *loaded, fingerprint, base ? &*base : nullptr, parts);
-  if (auto* failure = std::get_if<Failure>(&built)) return fail(*failure);
-  Prompt& prompt = std::get<Prompt>(built);
+  request.model_path = model.path;
+  request.raw = f.raw;
+  request.template_file = s.template_file;
+  if (s.template_file) {
+    auto text = read_input_file(s.template_file->string());  // a regular file only
+    if (!text) return fail({kExitUsage, text.error().message});
+    request.template_text = std::move(*text);
+  }
+  if (f.raw) {
+    request.raw_tokens = std::move(token_ids);
+    if (!f.tokens) request.raw_text = join_raw(parts);
+  } else {
+    request.messages = nlohmann::json::array();
+    if (!request.base && s.system) {
+      request.messages.push_back({{"role", "system"}, {"content", *s.system}});
+    }
+    request.messages.push_back({{"role", "user"}, {"content", join_for_chat(parts)}});
+  }
+  auto built = session::build_prompt(*loaded, request);
+  if (!built) return fail(from(built.failure()));
+  const session::Prompt& prompt = *built;
 
   if (f.print_prompt) {
     if (f.json) {
@@ -394,143 +370,49 @@ int generate_main(const std::vector<std::string>& args, std::ostream& out, std::
     return kExitOk;
   }
 
-  const engine::Hparams& hp = loaded->model.hparams();
-  const size_t n_ctx = s.ctx_size && *s.ctx_size > 0 ? static_cast<size_t>(*s.ctx_size)
-                                                     : hp.n_ctx_train;
-  if (prompt.tokens.size() >= n_ctx) {
-    return fail({kExitUsage, "the prompt has " + std::to_string(prompt.tokens.size()) +
-                                 " tokens; the context holds " + std::to_string(n_ctx) +
-                                 " (see --ctx-size)"});
-  }
-  uint64_t max_cache_bytes = config->cache_max_size.value_or(store::kDefaultCacheBytes);
+  request.n_ctx = s.ctx_size && *s.ctx_size > 0 ? static_cast<size_t>(*s.ctx_size) : 0;
+  request.cache_max_bytes = config->cache_max_size.value_or(store::kDefaultCacheBytes);
   if (f.cache_max_size) {
     auto size = store::parse_size(*f.cache_max_size);
     if (!size) return fail({kExitUsage, "--cache-max-size: " + size.error().message});
-    max_cache_bytes = *size;
+    request.cache_max_bytes = *size;
   }
-  const int threads = s.threads ? static_cast<int>(*s.threads) : kernels::physical_cores();
-  const int64_t n_predict = s.n_predict.value_or(-1);
+  request.threads = s.threads ? static_cast<int>(*s.threads) : kernels::physical_cores();
+  request.isa = *isa;
+  request.n_predict = s.n_predict.value_or(-1);
+  request.ignore_eos = f.ignore_eos;
+  request.logprobs = f.json ? f.logprobs : 0;
+  request.no_cache = f.no_cache;
+  request.cache_dir = cache_dir();
 
-  engine::Forward fwd(loaded->model, {.n_threads = threads, .isa = *isa});
-  // The longest prefix an earlier call evaluated comes from the cache.
-  std::optional<store::PrefixCache> prefix_cache;
-  size_t restored = 0;
-  if (!f.no_cache) {
-    if (auto dir = cache_dir()) {
-      prefix_cache.emplace(*dir / "kv",
-                           store::KvShape{fingerprint, fwd.cache().n_layer(),
-                                          fwd.cache().row_width()},
-                           max_cache_bytes);
-      std::vector<std::string> warnings;
-      restored = prefix_cache->restore(prompt.tokens, fwd.cache(), warnings);
-      for (const std::string& w : warnings) print_warning(err, "quip", w);
-    }
-  }
-  const auto t_loaded = std::chrono::steady_clock::now();
-  engine::GenerateOptions options{.max_tokens = n_predict,
-                                  .n_ctx = n_ctx,
-                                  .sampler = sampling,
-                                  .top_logprobs = f.json ? f.logprobs : 0,
-                                  .is_end = {},
-                                  // Ctrl-C is heard between prompt batches too.
-                                  .keep_going = [] { return g_interrupted == 0; }};
-  const tokenizer::Vocab& vocab = loaded->tokenizer.vocab();
-  if (!f.ignore_eos) options.is_end = [&](int32_t id) { return vocab.is_eog(id); };
-
-  std::signal(SIGINT, on_sigint);
-  std::signal(SIGPIPE, SIG_IGN);
-  tokenizer::StreamDecoder decoder(loaded->tokenizer);
-  std::string text;
+  catch_stop_signals();
   // stdout failing: EPIPE means the reader went away (end quietly); anything
   // else (a full disk) is an error.
   bool reader_gone = false;
   int write_errno = 0;
-  const engine::Generation g = engine::generate(fwd, prompt.tokens, options, [&](int32_t id) {
-    const std::string piece = decoder.push(id);
-    text += piece;
-    if (!f.json && !piece.empty()) {
+  session::Callbacks callbacks;
+  callbacks.on_token = [&](int32_t, std::string_view piece) {
+    if (!f.json && !piece.empty() && !reader_gone) {
       out << piece << std::flush;
       if (!out) {
         reader_gone = true;
         write_errno = errno;
       }
     }
-    return g_interrupted == 0 && !reader_gone;
-  });
-  const std::string tail = decoder.flush();
-  text += tail;
-  if (!f.json && !reader_gone) out << tail << std::flush;  // stdout holds exactly the answer
+    return !reader_gone;
+  };
+  // A stop signal is heard between prompt batches too.
+  callbacks.keep_going = [] { return g_stop_signal == 0; };
+  auto generated = session::generate(*loaded, request, prompt, callbacks);
+  if (!generated) return fail(from(generated.failure()));
+  const session::Answer& answer = *generated;
   // On a terminal, the shell's prompt starts on a line of its own (a pipe
   // or $(...) gets the answer as it is).
   if (!f.json && !reader_gone && &out == &std::cout && isatty(STDOUT_FILENO) != 0 &&
-      !text.empty() && text.back() != '\n') {
+      !answer.text.empty() && answer.text.back() != '\n') {
     out << '\n' << std::flush;
   }
-  const bool interrupted = g_interrupted != 0 || reader_gone;
-
-  const nlohmann::json timings = {
-      {"load_ms", ms_between(t_start, t_loaded)},
-      {"prompt_ms", g.prompt_ms},
-      {"generation_ms", g.generation_ms},
-      {"prompt_tokens_per_s", g.prompt_ms > 0 ? 1000.0 * g.evaluated_tokens / g.prompt_ms : 0},
-      {"generation_tokens_per_s",
-       g.generation_ms > 0 ? 1000.0 * g.tokens.size() / g.generation_ms : 0}};
-
-  // Keep what was evaluated for the next call; a cache that cannot take it
-  // costs speed later, not this answer.
-  if (prefix_cache) {
-    std::vector<int32_t> sequence = prompt.tokens;
-    sequence.insert(sequence.end(), g.tokens.begin(), g.tokens.end());
-    // Segments end where the prompt does (the same call again finds it
-    // whole) and where its last message begins (a call with the same
-    // system prompt and another question finds that part).
-    const size_t marks[] = {prompt.tokens.size(), prompt.shared};
-    // An interrupted prompt may leave the cache short of what was restored.
-    const size_t from = std::min(restored, fwd.cache().size());
-    if (auto saved = prefix_cache->save(sequence, fwd.cache(), from, marks); !saved) {
-      print_warning(err, "quip", "prefix cache: " + saved.error().message);
-    }
-  }
-
-  // Record the turn; a store that cannot take it costs the record, not the answer.
-  std::optional<store::TurnRecord> recorded;
-  std::string store_error;
-  {
-    store::TurnRecord turn;
-    turn.conversation = base && !base->fork_turn ? base->conversation : 0;
-    std::error_code ec;
-    const fs::path absolute = fs::absolute(model.path, ec);
-    turn.model_path = (ec ? model.path : absolute).string();
-    turn.model_fingerprint = fingerprint;
-    turn.sampler_json = sampler_json(sampling, n_predict, n_ctx).dump();
-    turn.messages_json = prompt.added.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-    turn.answer = text;
-    turn.timings_json = timings.dump();
-    turn.prompt_tokens = prompt.tokens;
-    turn.answer_tokens = g.tokens;
-    turn.interrupted = interrupted;
-    turn.session = session_scope();
-    auto db = store_path();
-    auto store = db ? store::Store::open(*db) : Result<store::Store>(db.error());
-    if (store && base && base->fork_turn) {
-      auto forked = store->fork(base->conversation, *base->fork_turn, turn.session);
-      if (forked) {
-        turn.conversation = *forked;
-      } else {
-        store = forked.error();
-      }
-    }
-    if (store) {
-      auto r = store->record_turn(std::move(turn));
-      if (r) {
-        recorded = std::move(*r);
-      } else {
-        store_error = r.error().message;
-      }
-    } else {
-      store_error = store.error().message;
-    }
-  }
+  for (const std::string& w : answer.warnings) print_warning(err, "quip", w);
   if (reader_gone) {
     // main() reports the failed output from this errno (and keeps quiet
     // about EPIPE: the reader went away).
@@ -538,47 +420,33 @@ int generate_main(const std::vector<std::string>& args, std::ostream& out, std::
     return write_errno == EPIPE ? kExitOk : kExitFailure;
   }
 
-  const nlohmann::json usage = {{"prompt_tokens", prompt.tokens.size()},
-                                {"cached_tokens", g.cached_tokens},
-                                {"evaluated_tokens", g.evaluated_tokens},
-                                {"generated_tokens", g.tokens.size()}};
-  if (f.json) {
-    nlohmann::json j;
-    j["conversation"] = recorded ? nlohmann::json(recorded->conversation) : nlohmann::json();
-    j["turn"] = recorded ? nlohmann::json(recorded->turn) : nlohmann::json();
-    j["text"] = escape_invalid_utf8(text);
-    j["tokens"] = g.tokens;
-    j["prompt_tokens"] = prompt.tokens;
-    j["usage"] = usage;
-    j["stop"] = stop_name(g.stop);
-    j["seed"] = sampling.seed;
-    if (f.logprobs > 0) {
-      nlohmann::json steps = nlohmann::json::array();
-      for (const engine::Step& st : g.steps) {
-        nlohmann::json top = nlohmann::json::array();
-        for (const engine::TokenLogprob& t : st.top) top.push_back({t.id, t.logprob});
-        steps.push_back({{"id", st.id}, {"top", top}});
-      }
-      j["steps"] = steps;
-    }
-    j["timings"] = timings;
-    out << j.dump() << '\n';
+  if (answer.branched && answer.recorded) {
+    err << "quip: note: conversation " << answer.forked_from->first
+        << " moved on while this call ran; its turn is recorded as conversation "
+        << answer.recorded->conversation << ", a branch after turn " << answer.forked_from->second
+        << '\n';
   }
+  if (f.json) out << json_result(request, prompt, answer).dump() << '\n';
   if (f.stats) {
+    const auto& u = answer.usage;
+    const auto& t = answer.timings;
     err << "quip: conversation "
-        << (recorded ? std::to_string(recorded->conversation) + " turn " +
-                           std::to_string(recorded->turn)
-                     : std::string("(not recorded)"))
-        << ", prompt " << prompt.tokens.size() << " tokens (" << g.cached_tokens
-        << " cached, " << g.evaluated_tokens << " evaluated in " << std::lround(g.prompt_ms)
-        << " ms), " << g.tokens.size() << " generated in " << std::lround(g.generation_ms)
-        << " ms, load " << std::lround(ms_between(t_start, t_loaded)) << " ms\n";
+        << (answer.recorded ? std::to_string(answer.recorded->conversation) + " turn " +
+                                  std::to_string(answer.recorded->turn)
+                            : std::string("(not recorded)"))
+        << ", prompt " << u.prompt_tokens << " tokens (" << u.cached_tokens << " cached, "
+        << u.evaluated_tokens << " evaluated in " << std::lround(t.prompt_ms) << " ms), "
+        << u.generated_tokens << " generated in " << std::lround(t.generation_ms) << " ms, load "
+        << std::lround(t.load_ms) << " ms\n";
   }
-  if (!store_error.empty()) {
-    print_error(err, "quip", "the answer was not recorded: " + store_error);
-    if (!interrupted) return kExitFailure;
+  // 128 + the signal, as a shell reports a command the signal ended.
+  const int interrupted_status =
+      g_stop_signal != 0 ? kExitSignal + static_cast<int>(g_stop_signal) : kExitInterrupted;
+  if (!answer.store_error.empty()) {
+    print_error(err, "quip", "the answer was not recorded: " + answer.store_error);
+    if (!answer.interrupted) return kExitFailure;
   }
-  return interrupted ? kExitInterrupted : kExitOk;
+  return answer.interrupted ? interrupted_status : kExitOk;
 }
 
 }  // namespace quip::cli

@@ -72,7 +72,7 @@ void print_help(std::ostream& out) {
          "\nExit status: 0 success (also when the reader of the output went away), 1 runtime\n"
          "failure (also: the answer was printed but not recorded), 2 usage, config or input\n"
          "error (and a template's raise_exception), 3 unusable model or data file, 130\n"
-         "interrupted.\n";
+         "interrupted (143 by SIGTERM, 129 by SIGHUP).\n";
 }
 
 int run(int argc, char** argv) {

@@ -59,6 +59,9 @@ int template_main(const std::vector<std::string>& args, std::ostream& out, std::
     file = std::move(*f);
     auto tok = tokenizer::Tokenizer::load(*file);
     if (!tok) return fail(kExitBadData, tok.error().message);
+    for (const std::string& w : tok->vocab().warnings()) {
+      err << "quip template: warning: " << w << '\n';
+    }
     chat::set_special_tokens(*tok, options);
     auto own = file->get_optional<std::string_view>("tokenizer.chat_template");
     if (!own) return fail(kExitBadData, own.error().message);

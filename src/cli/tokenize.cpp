@@ -60,6 +60,7 @@ int tokenize_main(const std::vector<std::string>& args, std::ostream& out, std::
     print_error(err, "quip", tokenizer.error().message);
     return kExitBadData;
   }
+  for (const std::string& w : tokenizer->vocab().warnings()) err << "quip: warning: " << w << '\n';
   const std::vector<tokenizer::TokenId> ids =
       tokenizer->encode(text, {.add_special = !no_bos, .parse_special = parse_special});
   if (ids_only) {

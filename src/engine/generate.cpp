@@ -39,11 +39,18 @@ Generation generate(Forward& fwd, std::span<const int32_t> prompt, const Generat
   CHECK(sampler.ok());
 
   const auto start = std::chrono::steady_clock::now();
-  // The logits after the prompt need its last token evaluated here.
-  if (fwd.position() == prompt.size()) fwd.cache().truncate(prompt.size() - 1);
+  const size_t n_vocab = fwd.model().hparams().n_vocab;
+  std::span<const float> logits;
+  if (fwd.position() == prompt.size()) {
+    if (options.prompt_logits.size() == n_vocab) {
+      logits = options.prompt_logits;  // kept with the cache: nothing to evaluate
+    } else {
+      // The logits after the prompt need its last token evaluated here.
+      fwd.cache().truncate(prompt.size() - 1);
+    }
+  }
   g.cached_tokens = fwd.position();
   const std::span<const int32_t> rest = prompt.subspan(fwd.position());
-  std::span<const float> logits;
   for (size_t begin = 0; begin < rest.size(); begin += fwd.max_batch()) {
     if (options.keep_going && !options.keep_going()) {
       g.stop = StopReason::Caller;
@@ -55,6 +62,7 @@ Generation generate(Forward& fwd, std::span<const int32_t> prompt, const Generat
     g.evaluated_tokens += n;
   }
   g.prompt_ms = ms_since(start);
+  if (options.keep_prompt_logits) g.prompt_logits.assign(logits.begin(), logits.end());
 
   const auto gen_start = std::chrono::steady_clock::now();
   std::vector<int32_t> history(prompt.begin(), prompt.end());
@@ -63,7 +71,8 @@ Generation generate(Forward& fwd, std::span<const int32_t> prompt, const Generat
   };
   while (!limit_reached()) {
     const int32_t id = sampler->sample(logits, history);
-    if (options.top_logprobs > 0) g.steps.push_back({id, top_logprobs(logits, options.top_logprobs)});
+    if (options.top_logprobs > 0)
+      g.steps.push_back({id, top_logprobs(logits, options.top_logprobs)});
     if (options.is_end && options.is_end(id)) {
       g.stop = StopReason::End;
       break;

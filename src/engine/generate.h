@@ -22,6 +22,15 @@ struct GenerateOptions {
   // Asked between batches of the prompt (Forward's max_batch tokens each):
   // false stops before the answer, keeping what was evaluated in the cache.
   std::function<bool()> keep_going;
+  // The logits after the whole prompt (n_vocab floats), when the cache holds
+  // all of the prompt and these were kept with it (the prefix cache): used as
+  // they are instead of evaluating the last prompt token again, which alone
+  // gives other float orders than the batch that first evaluated it. Empty:
+  // that token is evaluated again.
+  std::span<const float> prompt_logits;
+  // Copy the logits after the prompt into Generation::prompt_logits (for a
+  // cache to keep).
+  bool keep_prompt_logits = false;
 };
 
 struct TokenLogprob {
@@ -43,15 +52,17 @@ struct Generation {
   size_t cached_tokens = 0;     // prompt tokens the cache held already
   size_t evaluated_tokens = 0;  // prompt tokens the forward pass computed
   double prompt_ms = 0, generation_ms = 0;
+  // With keep_prompt_logits: the logits after the prompt (n_vocab floats);
+  // empty when the prompt was stopped before its end.
+  std::vector<float> prompt_logits;
 };
 
 // Evaluates the prompt tokens beyond what `fwd` already holds (a cache that
-// holds the whole prompt has its last position evaluated again for the
-// logits), then generates. on_token(id) is called for each answer token as
-// it is drawn; returning false stops generation, as does keep_going
-// returning false during the prompt (StopReason::Caller either way).
-// PRECONDITIONS: the cache holds a prefix of `prompt`; prompt is not empty
-// and shorter than options.n_ctx; options.sampler is valid.
+// holds the whole prompt uses options.prompt_logits, or without them has its
+// last position evaluated again for the logits), then generates. on_token(id) is called for each
+// answer token as it is drawn; returning false stops generation, as does keep_going returning false
+// during the prompt (StopReason::Caller either way). PRECONDITIONS: the cache holds a prefix of
+// `prompt`; prompt is not empty and shorter than options.n_ctx; options.sampler is valid.
 Generation generate(Forward& fwd, std::span<const int32_t> prompt, const GenerateOptions& options,
                     const std::function<bool(int32_t)>& on_token);
 

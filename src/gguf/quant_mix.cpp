@@ -8,16 +8,22 @@ bool has(std::string_view s, std::string_view part) {
   return s.find(part) != std::string_view::npos;
 }
 
-// llama.cpp's tensor_type_fallback: the K-quants need rows of whole 256-element
-// super-blocks; a tensor whose rows are not gets a 32-element format of at
-// least as many bits, or F16 when even that does not fit.
-GgmlType fallback(GgmlType type, uint64_t n_in) {
+}  // namespace
+
+GgmlType fallback_type(GgmlType type, uint64_t n_in) {
   if (n_in % traits(type).block_size == 0) return type;
-  const GgmlType smaller = type == GgmlType::Q6_K ? GgmlType::Q8_0 : GgmlType::Q5_0;
+  GgmlType smaller;
+  switch (type) {
+    case GgmlType::IQ4_XS: smaller = GgmlType::IQ4_NL; break;
+    case GgmlType::Q2_K:
+    case GgmlType::Q3_K: smaller = GgmlType::Q4_0; break;
+    case GgmlType::Q4_K: smaller = GgmlType::Q5_0; break;
+    case GgmlType::Q5_K: smaller = GgmlType::Q5_1; break;
+    case GgmlType::Q6_K: smaller = GgmlType::Q8_0; break;
+    default: smaller = GgmlType::F16; break;
+  }
   return n_in % traits(smaller).block_size == 0 ? smaller : GgmlType::F16;
 }
-
-}  // namespace
 
 bool use_more_bits(uint32_t layer, uint32_t n_layer) {
   // Signed, as in llama.cpp: (i - n/8) is negative below n/8 (but then the
@@ -38,7 +44,7 @@ GgmlType q4_k_m_type(const MixTensor& t, uint32_t n_layer, bool has_output) {
   } else if (has(t.name, "attn_v.weight") || has(t.name, "ffn_down")) {
     if (use_more_bits(t.layer, n_layer)) type = GgmlType::Q6_K;
   }
-  return fallback(type, t.n_in);
+  return fallback_type(type, t.n_in);
 }
 
 }  // namespace quip::gguf

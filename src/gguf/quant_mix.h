@@ -37,6 +37,14 @@ struct MixTensor {
 // keep their type, which is F32 in the files quip-synth writes: F32 here.
 GgmlType q4_k_m_type(const MixTensor& t, uint32_t n_layer, bool has_output);
 
+// llama.cpp's tensor_type_fallback: the type llama.cpp's quantizer writes
+// for a tensor of rows of n_in values when asked for `type` (also with
+// --pure): `type` where whole blocks fit a row, else for the 256-element
+// formats a 32-element one of at least as many bits (IQ4_XS: IQ4_NL; Q2_K,
+// Q3_K: Q4_0; Q4_K: Q5_0; Q5_K: Q5_1; Q6_K: Q8_0), else F16 (where
+// llama.cpp refuses a 32-element type, quip-synth writes F16 too).
+GgmlType fallback_type(GgmlType type, uint64_t n_in);
+
 // llama.cpp's use_more_bits: the first and last eighth of the layers and
 // every third one between them get more bits in the _M mixes.
 bool use_more_bits(uint32_t layer, uint32_t n_layer);

@@ -139,6 +139,45 @@ float dot_with_offset(size_t n, const void* w, const void* a) {
   return hsum_float_8(acc) + summs;
 }
 
+// IQ4_NL by rows as ggml_vec_dot_iq4_nl_q8_0 (AVX2) sums: lane k of a block
+// holds the exact integer dot of elements 4k..4k+3; the blocks go in pairs,
+// the first of each into one 8-lane accumulator and the second into
+// another, acc = fma(d8 * d, lane, acc); the result is hsum_float_8 of their
+// sum, then a last unpaired block as fma(d8 * d, its integer dot, result).
+float dot_iq4_nl_rows(size_t n, const void* w, const void* a) {
+  const size_t nb = n / kBlock;
+  const auto block = [&](size_t i, int* lanes) {
+    const auto x = load_block<BlockIQ4_NL>(w, i);
+    const auto y = load_block<BlockQ8_0>(a, i);
+    for (int k = 0; k < 8; ++k) lanes[k] = 0;
+    for (int j = 0; j < kBlock / 2; ++j) {
+      lanes[j / 4] += kIQ4Values[x.qs[j] & 0x0F] * y.qs[j];
+      lanes[4 + j / 4] += kIQ4Values[x.qs[j] >> 4] * y.qs[j + kBlock / 2];
+    }
+    return f16_to_f32(y.d) * f16_to_f32(x.d);
+  };
+  float acc[2][8] = {};
+  size_t i = 0;
+  for (; i + 1 < nb; i += 2) {
+    for (int h = 0; h < 2; ++h) {
+      int lanes[8];
+      const float d = block(i + h, lanes);
+      for (int k = 0; k < 8; ++k) acc[h][k] = std::fma(d, static_cast<float>(lanes[k]), acc[h][k]);
+    }
+  }
+  float both[8];
+  for (int k = 0; k < 8; ++k) both[k] = acc[0][k] + acc[1][k];
+  float sum = hsum_float_8(both);
+  for (; i < nb; ++i) {
+    int lanes[8];
+    const float d = block(i, lanes);
+    int isum = 0;
+    for (int k = 0; k < 8; ++k) isum += lanes[k];
+    sum = std::fma(d, static_cast<float>(isum), sum);
+  }
+  return sum;
+}
+
 constexpr bool is_k_quant(GgmlType t) {
   return t == GgmlType::Q2_K || t == GgmlType::Q3_K || t == GgmlType::Q4_K || t == GgmlType::Q5_K ||
          t == GgmlType::Q6_K || t == GgmlType::IQ4_XS;
@@ -150,6 +189,12 @@ void dot_row(size_t n, const void* w, const void* a, size_t a_stride, float* out
   if constexpr (kType == GgmlType::Q4_1 || kType == GgmlType::Q5_1) {
     for (int c = 0; c < ncols; ++c) {
       out[c] = dot_with_offset<kType>(n, w, static_cast<const char*>(a) + c * a_stride);
+    }
+    return;
+  }
+  if constexpr (kType == GgmlType::IQ4_NL) {
+    for (int c = 0; c < ncols; ++c) {
+      out[c] = dot_iq4_nl_rows(n, w, static_cast<const char*>(a) + c * a_stride);
     }
     return;
   }
@@ -170,9 +215,9 @@ void dot_row(size_t n, const void* w, const void* a, size_t a_stride, float* out
   }
 }
 
-// The reference: both rows as floats, summed in double; the K-quants in
-// llama.cpp's order (dot_k.h), the float steps of which are few enough to
-// state plainly.
+// The reference: both rows as floats, summed in double; the K-quants, Q4_1,
+// Q5_1 and IQ4_NL in llama.cpp's order (dot_k.h and above), the float steps
+// of which are few enough to state plainly.
 template <GgmlType kType>
 void dot_reference(size_t n, const void* w, size_t w_stride, size_t nrows, const void* a,
                    size_t a_stride, int ncols, float* out, size_t out_stride) {

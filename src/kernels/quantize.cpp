@@ -3,16 +3,119 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
+#include <type_traits>
 
 #include "base/check.h"
 #include "kernels/blocks.h"
+#include "kernels/dot.h"
 #include "kernels/half.h"
+#include "kernels/quantize_fit.h"
 
 namespace quip::kernels {
+
+namespace quant {
+
+// ggml's nearest_int: adding 1.5 * 2^23 leaves round-half-even(v) in the low
+// mantissa bits. Kept as the bit trick rather than std::nearbyint because the
+// K-quant searches can feed it values beyond 2^22 (and inf or NaN when a fitted
+// min meets the max) and must get ggml's answer for those too before clamping.
+int nearest_int(float v) {
+  const uint32_t bits = bits_from_f32(v + 12582912.0f);
+  return static_cast<int>(bits & 0x007FFFFF) - 0x00400000;
+}
+
+// ggml's make_qkx2_quants: starting from the grid that spans [min, max],
+// tries the inverse scales (nmax + rmin + rdelta * step) / (max - min) and
+// keeps the least-squares fit of least weighted error.
+float fit_scale_min(const float* x, const float* w, int n, int nmax, uint8_t* levels,
+                    float* the_min, ScaleMinSearch search) {
+  CHECK(n > 0 && n <= 32);
+  const auto error_of = [&search](float diff) {
+    return search.absolute_error ? std::fabs(diff) : diff * diff;
+  };
+  float min = x[0], max = x[0];
+  float sum_w = w[0];
+  float sum_x = sum_w * x[0];
+  for (int i = 1; i < n; ++i) {
+    min = std::min(min, x[i]);
+    max = std::max(max, x[i]);
+    sum_w += w[i];
+    sum_x += w[i] * x[i];
+  }
+  if (min > 0) min = 0;
+  if (max == min) {
+    std::fill(levels, levels + n, uint8_t{0});
+    *the_min = -min;
+    return 0.0f;
+  }
+  const auto clamp_l = [nmax](int l) { return static_cast<uint8_t>(std::clamp(l, 0, nmax)); };
+  float iscale = static_cast<float>(nmax) / (max - min);
+  float scale = 1 / iscale;
+  float best_error = 0;
+  for (int i = 0; i < n; ++i) {
+    levels[i] = clamp_l(nearest_int(iscale * (x[i] - min)));
+    const float diff = scale * static_cast<float>(levels[i]) + min - x[i];
+    best_error += w[i] * error_of(diff);
+  }
+  uint8_t trial[32];
+  for (int step = 0; step <= search.steps; ++step) {
+    iscale = (search.rmin + search.rdelta * static_cast<float>(step) + static_cast<float>(nmax)) /
+             (max - min);
+    float sum_l = 0, sum_l2 = 0, sum_xl = 0;
+    for (int i = 0; i < n; ++i) {
+      trial[i] = clamp_l(nearest_int(iscale * (x[i] - min)));
+      const float l = trial[i];
+      sum_l += w[i] * l;
+      sum_l2 += w[i] * l * l;
+      sum_xl += w[i] * l * x[i];
+    }
+    const float det = sum_w * sum_l2 - sum_l * sum_l;
+    if (!(det > 0)) continue;
+    float this_scale = (sum_w * sum_xl - sum_x * sum_l) / det;
+    float this_min = (sum_l2 * sum_x - sum_l * sum_xl) / det;
+    if (this_min > 0) {
+      this_min = 0;
+      this_scale = sum_xl / sum_l2;
+    }
+    float error = 0;
+    for (int i = 0; i < n; ++i) {
+      const float diff = this_scale * static_cast<float>(trial[i]) + this_min - x[i];
+      error += w[i] * error_of(diff);
+    }
+    if (error < best_error) {
+      std::copy(trial, trial + n, levels);
+      best_error = error;
+      scale = this_scale;
+      min = this_min;
+    }
+  }
+  *the_min = -min;
+  return scale;
+}
+
+// Group j's 6-bit scale and min; the high two bits of groups 4..7 go to the
+// top of bytes 0..7.
+void pack_scale_min_k4(int j, uint8_t ls, uint8_t lm, uint8_t* scales) {
+  if (j < 4) {
+    scales[j] = ls;
+    scales[j + 4] = lm;
+  } else {
+    scales[j + 4] = static_cast<uint8_t>((ls & 0x0F) | ((lm & 0x0F) << 4));
+    scales[j - 4] = static_cast<uint8_t>(scales[j - 4] | ((ls >> 4) << 6));
+    scales[j] = static_cast<uint8_t>(scales[j] | ((lm >> 4) << 6));
+  }
+}
+
+}  // namespace quant
 
 namespace {
 
 using gguf::GgmlType;
+using quant::fit_scale_min;
+using quant::kGroupMaxEps;
+using quant::nearest_int;
+using quant::pack_scale_min_k4;
 
 void f32(const float* x, void* dst, size_t n) {
   std::memcpy(dst, x, n * sizeof(float));
@@ -86,100 +189,42 @@ void q5_0(const float* x, void* dst, size_t n) {
   }
 }
 
-// ggml's GROUP_MAX_EPS: groups whose largest magnitude is below it are zeros.
-constexpr float kGroupMaxEps = 1e-15f;
-
-// ggml's nearest_int: adding 1.5 * 2^23 leaves round-half-even(v) in the low
-// mantissa bits. Kept as the bit trick rather than std::nearbyint because the
-// K-quant searches can feed it values beyond 2^22 (and inf or NaN when a fitted
-// min meets the max) and must get ggml's answer for those too before clamping.
-int nearest_int(float v) {
-  const uint32_t bits = bits_from_f32(v + 12582912.0f);
-  return static_cast<int>(bits & 0x007FFFFF) - 0x00400000;
+// Round to nearest even, quieting NaNs (ggml's GGML_FP32_TO_BF16): the
+// operand conversion does exactly that.
+void bf16(const float* x, void* dst, size_t n) {
+  to_operand(GgmlType::BF16, x, dst, n);
 }
 
-// ggml's make_qkx2_quants with the parameters quantize_row_q4_K_ref uses
-// (rmin -1, rdelta 0.1, nstep 20, squared error): fits x ~ scale * level -
-// min (levels 0..nmax, min >= 0) by weighted least squares, trying the
-// inverse scales (nmax - 1 + 0.1 * step) / (max - min) for step 0..20 and
-// keeping the fit of least weighted squared error. Returns scale; writes
-// the n levels and min. Every sum runs in ggml's order, so that the result
-// is the same bit for bit. PRECONDITIONS: 0 < n <= 32.
-float fit_scale_min(const float* x, const float* w, int n, int nmax, uint8_t* levels,
-                    float* the_min) {
-  constexpr float kRmin = -1.0f, kRdelta = 0.1f;
-  constexpr int kSteps = 20;
-  CHECK(n > 0 && n <= 32);
-  float min = x[0], max = x[0];
-  float sum_w = w[0];
-  float sum_x = sum_w * x[0];
-  for (int i = 1; i < n; ++i) {
-    min = std::min(min, x[i]);
-    max = std::max(max, x[i]);
-    sum_w += w[i];
-    sum_x += w[i] * x[i];
-  }
-  if (min > 0) min = 0;
-  if (max == min) {
-    std::fill(levels, levels + n, uint8_t{0});
-    *the_min = -min;
-    return 0.0f;
-  }
-  const auto clamp_l = [nmax](int l) { return static_cast<uint8_t>(std::clamp(l, 0, nmax)); };
-  float iscale = static_cast<float>(nmax) / (max - min);
-  float scale = 1 / iscale;
-  float best_error = 0;
-  for (int i = 0; i < n; ++i) {
-    levels[i] = clamp_l(nearest_int(iscale * (x[i] - min)));
-    const float diff = scale * static_cast<float>(levels[i]) + min - x[i];
-    best_error += w[i] * (diff * diff);
-  }
-  uint8_t trial[32];
-  for (int step = 0; step <= kSteps; ++step) {
-    iscale = (kRmin + kRdelta * static_cast<float>(step) + static_cast<float>(nmax)) / (max - min);
-    float sum_l = 0, sum_l2 = 0, sum_xl = 0;
-    for (int i = 0; i < n; ++i) {
-      trial[i] = clamp_l(nearest_int(iscale * (x[i] - min)));
-      const float l = trial[i];
-      sum_l += w[i] * l;
-      sum_l2 += w[i] * l * l;
-      sum_xl += w[i] * l * x[i];
+// x = d * q + m with q in 0..2^bits - 1 spanning the block's range: m = min,
+// d = (max - min) / (2^bits - 1), q = trunc((x - min) / d + 0.5), at most 15
+// for Q4_1 (ggml's quantize_row_q4_1_ref and _q5_1_ref); Q5_1's fifth bits go
+// to qh as Q5_0's do.
+template <class Block>
+void with_offset(const float* x, void* dst, size_t n) {
+  constexpr bool kFive = std::is_same_v<Block, BlockQ5_1>;
+  constexpr int kLevels = kFive ? 31 : 15;
+  for (size_t i = 0; i < n / kBlock; ++i, x += kBlock) {
+    float min = std::numeric_limits<float>::max(), max = -min;
+    for (int j = 0; j < kBlock; ++j) {
+      if (x[j] < min) min = x[j];
+      if (x[j] > max) max = x[j];
     }
-    const float det = sum_w * sum_l2 - sum_l * sum_l;
-    if (!(det > 0)) continue;
-    float this_scale = (sum_w * sum_xl - sum_x * sum_l) / det;
-    float this_min = (sum_l2 * sum_x - sum_l * sum_xl) / det;
-    if (this_min > 0) {
-      this_min = 0;
-      this_scale = sum_xl / sum_l2;
+    const float d = (max - min) / kLevels;
+    const float id = d != 0 ? 1.0f / d : 0.0f;
+    Block b{};
+    b.d = f32_to_f16(d);
+    b.m = f32_to_f16(min);
+    uint32_t qh = 0;
+    for (int j = 0; j < kBlock / 2; ++j) {
+      int q0 = static_cast<int>((x[j] - min) * id + 0.5f);
+      int q1 = static_cast<int>((x[j + 16] - min) * id + 0.5f);
+      if constexpr (!kFive) q0 = std::min(15, q0), q1 = std::min(15, q1);
+      b.qs[j] = static_cast<uint8_t>((q0 & 0x0F) | ((q1 & 0x0F) << 4));
+      qh |= static_cast<uint32_t>((q0 >> 4) & 1) << j;
+      qh |= static_cast<uint32_t>((q1 >> 4) & 1) << (j + 16);
     }
-    float error = 0;
-    for (int i = 0; i < n; ++i) {
-      const float diff = this_scale * static_cast<float>(trial[i]) + this_min - x[i];
-      error += w[i] * (diff * diff);
-    }
-    if (error < best_error) {
-      std::copy(trial, trial + n, levels);
-      best_error = error;
-      scale = this_scale;
-      min = this_min;
-    }
-  }
-  *the_min = -min;
-  return scale;
-}
-
-// Bytes j (0..7) of a Q4_K block's 12 scale bytes: 6-bit scale and min of
-// group j, the high two bits of groups 4..7 in the top of bytes 0..7 (the
-// inverse of scale_min_k4 in blocks.h).
-void pack_scale_min_k4(int j, uint8_t ls, uint8_t lm, uint8_t* scales) {
-  if (j < 4) {
-    scales[j] = ls;
-    scales[j + 4] = lm;
-  } else {
-    scales[j + 4] = static_cast<uint8_t>((ls & 0x0F) | ((lm & 0x0F) << 4));
-    scales[j - 4] = static_cast<uint8_t>(scales[j - 4] | ((ls >> 4) << 6));
-    scales[j] = static_cast<uint8_t>(scales[j] | ((lm >> 4) << 6));
+    if constexpr (kFive) std::memcpy(b.qh, &qh, 4);
+    store_block(dst, i, b);
   }
 }
 
@@ -200,7 +245,7 @@ void q4_k(const float* x, void* dst, size_t n) {
       const float av_x = std::sqrt(sum_x2 / 32);
       float weights[32];
       for (int l = 0; l < 32; ++l) weights[l] = av_x + std::fabs(g[l]);
-      scales[j] = fit_scale_min(g, weights, 32, 15, levels + 32 * j, &mins[j]);
+      scales[j] = fit_scale_min(g, weights, 32, 15, levels + 32 * j, &mins[j], quant::kQ4KSearch);
       max_scale = std::max(max_scale, scales[j]);
       max_min = std::max(max_min, mins[j]);
     }
@@ -346,9 +391,17 @@ Fn function_for(GgmlType type) {
     case GgmlType::F16: return f16;
     case GgmlType::Q8_0: return q8_0;
     case GgmlType::Q4_0: return q4_0;
+    case GgmlType::BF16: return bf16;
+    case GgmlType::Q4_1: return with_offset<BlockQ4_1>;
     case GgmlType::Q5_0: return q5_0;
+    case GgmlType::Q5_1: return with_offset<BlockQ5_1>;
+    case GgmlType::IQ4_NL: return quant::iq4_nl;
+    case GgmlType::Q2_K: return quant::q2_k;
+    case GgmlType::Q3_K: return quant::q3_k;
     case GgmlType::Q4_K: return q4_k;
+    case GgmlType::Q5_K: return quant::q5_k;
     case GgmlType::Q6_K: return q6_k;
+    case GgmlType::IQ4_XS: return quant::iq4_xs;
     default: return nullptr;
   }
 }

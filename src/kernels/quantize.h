@@ -1,10 +1,14 @@
 // Reference quantization: floats to the blocks of a tensor type, by the
 // algorithms of ggml's reference quantizers (quantize_row_*_ref, which
-// llama.cpp's quantizer runs when it has no importance matrix), bit for bit:
-// the same floats give the same bytes. For the one-scale formats (Q8_0, Q4_0,
-// Q5_0) quantizing what a llama.cpp file dequantizes to gives back its
-// blocks; for the K-quants (Q4_K, Q6_K), whose scales come from a search, it
-// gives back nearly all of them.
+// llama.cpp's quantizer runs when it has no importance matrix; for IQ4_NL
+// and IQ4_XS the scale search llama-quantize runs, quantize_iq4_nl and
+// quantize_iq4_xs), bit for bit: the same floats give the same bytes. Every
+// type quip multiplies: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1,
+// IQ4_NL, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS. For the formats with one
+// scale per block (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1) quantizing what a
+// llama.cpp file dequantizes to gives back its blocks; for the K-quants and
+// the non-linear grids, whose scales come from a search, it gives back most
+// of them.
 // Used by tools (quip-synth) and tests; pure, no allocation.
 #pragma once
 

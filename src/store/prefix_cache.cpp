@@ -24,7 +24,10 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr char kMagic[8] = {'Q', 'U', 'I', 'P', '-', 'K', 'V', '\0'};
-constexpr uint32_t kFormatVersion = 1;
+// 2: a segment may end with the logits after its last position. Files of
+// version 1 are not used (so every prompt-end segment in use can carry its
+// logits): a sound one is removed quietly, anything else with a warning.
+constexpr uint32_t kFormatVersion = 2;
 constexpr uint32_t kKvF16 = 1;  // the KV type: half-precision rows
 constexpr std::string_view kSuffix = ".kv";
 constexpr std::string_view kTempPrefix = "tmp-";
@@ -32,7 +35,9 @@ constexpr auto kStaleTemp = std::chrono::minutes(10);
 
 // The fixed part of a segment file (little-endian, as written by x86-64).
 // Followed by (end - begin) int32 token ids, then the rows as
-// KvCache::save() writes them.
+// KvCache::save() writes them, then optionally the logits after position
+// `end` (n_vocab float32, the model's vocabulary size): present exactly when
+// the file is that much longer than its rows. The checksum covers them.
 struct Header {
   char magic[8];
   uint32_t version;
@@ -189,9 +194,11 @@ fs::path PrefixCache::model_dir() const {
 }
 
 size_t PrefixCache::restore(std::span<const int32_t> tokens, engine::KvCache& cache,
-                            std::vector<std::string>& warnings) {
+                            std::vector<std::string>& warnings, std::vector<float>* logits) {
   CHECK(cache.size() == 0);
+  if (logits != nullptr) logits->clear();
   if (tokens.empty()) return 0;
+  const size_t logits_bytes = size_t{shape_.n_vocab} * sizeof(float);
   std::unordered_set<uint64_t> present;
   std::error_code ec;
   for (fs::directory_iterator it(model_dir(), ec), end; !ec && it != end; it.increment(ec)) {
@@ -222,7 +229,7 @@ size_t PrefixCache::restore(std::span<const int32_t> tokens, engine::KvCache& ca
   // it when it is broken) when it cannot be used.
   const auto load = [&](size_t end) -> std::optional<Segment> {
     const uint64_t key = keys[end];
-    const uint64_t limit = sizeof(Header) + end * (sizeof(int32_t) + position_bytes);
+    const uint64_t limit = sizeof(Header) + end * (sizeof(int32_t) + position_bytes) + logits_bytes;
     ReadFile file = read_file(model_dir() / key_name(key), limit);
     switch (file.kind) {
       case ReadFile::kOk: break;
@@ -250,8 +257,19 @@ size_t PrefixCache::restore(std::span<const int32_t> tokens, engine::KvCache& ca
     std::memcpy(&s.header, bytes->data(), sizeof(Header));
     const Header& h = s.header;
     if (h.version != kFormatVersion) {
-      discard(key, "format version " + std::to_string(h.version) + ", expected " +
-                       std::to_string(kFormatVersion));
+      const std::span<const uint8_t> rest(bytes->data() + sizeof(Header),
+                                          bytes->size() - sizeof(Header));
+      if (h.version < kFormatVersion && checksum(h, rest) == h.checksum) {
+        // An older quip's sound file: out of date, not broken. It goes
+        // without a warning (the call computes and stores it anew), so an
+        // upgrade does not fill stderr.
+        std::error_code rm;
+        fs::remove(model_dir() / key_name(key), rm);
+        present.erase(key);
+      } else {
+        discard(key, "format version " + std::to_string(h.version) + ", expected " +
+                         std::to_string(kFormatVersion));
+      }
       return std::nullopt;
     }
     if (std::string_view(h.fingerprint, sizeof h.fingerprint) != shape_.fingerprint ||
@@ -264,7 +282,8 @@ size_t PrefixCache::restore(std::span<const int32_t> tokens, engine::KvCache& ca
       return std::nullopt;
     }
     const size_t n = h.end - h.begin;
-    if (bytes->size() != sizeof(Header) + n * (sizeof(int32_t) + position_bytes)) {
+    const size_t plain = sizeof(Header) + n * (sizeof(int32_t) + position_bytes);
+    if (bytes->size() != plain && (logits_bytes == 0 || bytes->size() != plain + logits_bytes)) {
       discard(key, "truncated or padded");
       return std::nullopt;
     }
@@ -296,6 +315,14 @@ size_t PrefixCache::restore(std::span<const int32_t> tokens, engine::KvCache& ca
     }
     if (at != 0) continue;  // a link is missing: try a shorter prefix
     cache.reserve(end);     // once, not once per segment
+    // The logits after `end`, when its segment (the first of the chain) has them.
+    const Segment& last = chain.front();
+    const size_t last_n = last.header.end - last.header.begin;
+    const size_t plain = sizeof(Header) + last_n * (sizeof(int32_t) + position_bytes);
+    if (logits != nullptr && logits_bytes > 0 && last.bytes.size() == plain + logits_bytes) {
+      logits->resize(shape_.n_vocab);
+      std::memcpy(logits->data(), last.bytes.data() + plain, logits_bytes);
+    }
     for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
       const Header& h = it->header;
       const size_t n = h.end - h.begin;
@@ -311,9 +338,11 @@ size_t PrefixCache::restore(std::span<const int32_t> tokens, engine::KvCache& ca
 }
 
 Result<void> PrefixCache::save(std::span<const int32_t> tokens, const engine::KvCache& cache,
-                               size_t from, std::span<const size_t> marks) {
+                               size_t from, std::span<const size_t> marks,
+                               const EndLogits& end_logits) {
   const size_t n = cache.size();
   CHECK(n <= tokens.size() && from <= n);
+  CHECK(end_logits.logits.empty() || end_logits.logits.size() == shape_.n_vocab);
   if (from == n) return {};
   std::set<size_t> ends = {n};
   for (size_t b = (from / kBlock + 1) * kBlock; b < n; b += kBlock) ends.insert(b);
@@ -350,6 +379,10 @@ Result<void> PrefixCache::save(std::span<const int32_t> tokens, const engine::Kv
     const auto* ids = reinterpret_cast<const uint8_t*>(tokens.data() + begin);
     payload.insert(payload.end(), ids, ids + (end - begin) * sizeof(int32_t));
     cache.save(begin, end, payload);
+    if (end == end_logits.end && !end_logits.logits.empty()) {
+      const auto* f = reinterpret_cast<const uint8_t*>(end_logits.logits.data());
+      payload.insert(payload.end(), f, f + end_logits.logits.size_bytes());
+    }
     h.checksum = checksum(h, payload);
     head.assign(reinterpret_cast<const uint8_t*>(&h), reinterpret_cast<const uint8_t*>(&h + 1));
 
@@ -418,7 +451,11 @@ std::string segment_problem(const fs::path& path, uint64_t size, bool& foreign) 
       checked_mul(position, uint64_t{h.end - h.begin}, &expected) &&
       checked_add(expected, uint64_t{sizeof(Header)}, &expected);
   if (!fits || size < expected) return "truncated (" + std::to_string(size) + " bytes)";
-  if (size > expected) return "longer than its rows (" + std::to_string(size) + " bytes)";
+  // Past the rows, a segment may hold the logits after its end: floats
+  // (their count, the vocabulary's, is not in the header; restore() checks it).
+  if (size > expected && (size - expected) % sizeof(float) != 0) {
+    return "longer than its rows (" + std::to_string(size) + " bytes)";
+  }
   return "";
 }
 

@@ -12,6 +12,12 @@
 // caller marks (the end of a prompt, so the same prompt again is found
 // whole).
 //
+// A segment that ends where a prompt ended may also carry the logits after
+// its last position, as the call that evaluated them computed them: a later
+// call whose whole prompt is in the cache uses them instead of evaluating
+// the last token again, which (in other float orders than the batch that
+// first evaluated it) would move the answer's distribution.
+//
 // Every file carries a format version, the model fingerprint, the KV type
 // and shape, its token ids and a checksum of everything; a file that fails
 // any check is ignored with one warning and removed, and the call computes
@@ -39,6 +45,13 @@ struct KvShape {
   std::string fingerprint;  // gguf::fingerprint() of the model
   uint32_t n_layer = 0;
   uint32_t row_width = 0;  // halves per key (and value) row
+  uint32_t n_vocab = 0;    // floats in a segment's logits
+};
+
+// The logits after the first `end` tokens of a sequence (n_vocab floats).
+struct EndLogits {
+  size_t end = 0;
+  std::span<const float> logits;
 };
 
 class PrefixCache {
@@ -51,15 +64,19 @@ class PrefixCache {
   // Restores into `cache` (empty) the longest stored prefix of `tokens`, and
   // returns its length. Unusable files are removed, each adding one line to
   // `warnings`; missing ones are not an error (the result is shorter).
+  // `logits`, when given, receives the logits stored after the restored
+  // prefix (n_vocab floats), or is emptied when its segment has none.
   size_t restore(std::span<const int32_t> tokens, engine::KvCache& cache,
-                 std::vector<std::string>& warnings);
+                 std::vector<std::string>& warnings, std::vector<float>* logits = nullptr);
 
   // Stores the rows of positions [from, cache.size()) of `tokens` (whose
   // first cache.size() tokens the cache holds), `from` being 0 or a length
-  // restore() returned. Segments also end at each of `marks`. Then removes
-  // the least recently used files beyond the size limit.
+  // restore() returned. Segments also end at each of `marks`. A segment
+  // written here that ends at end_logits.end carries end_logits.logits
+  // (n_vocab floats; empty: none). Then removes the least recently used
+  // files beyond the size limit.
   Result<void> save(std::span<const int32_t> tokens, const engine::KvCache& cache, size_t from,
-                    std::span<const size_t> marks);
+                    std::span<const size_t> marks, const EndLogits& end_logits = {});
 
  private:
   std::filesystem::path model_dir() const;

@@ -38,7 +38,8 @@ Error no_conversation(int64_t id) {
 // An integer column that must fit an int (turn numbers, counts): anything
 // else is a corrupt row, not a value to wrap around.
 Result<int> to_int(int64_t v, const char* what) {
-  if (v < 0 || v > INT_MAX) return Error{std::string(what) + " " + std::to_string(v) + " is out of range"};
+  if (v < 0 || v > INT_MAX)
+    return Error{std::string(what) + " " + std::to_string(v) + " is out of range"};
   return static_cast<int>(v);
 }
 
@@ -155,6 +156,27 @@ Result<std::optional<ConversationHead>> head(sqlite3* db, int64_t conversation) 
   return std::optional<ConversationHead>(ConversationHead{s->text(0), *last});
 }
 
+// A new conversation (started in `session`) holding copies of turns
+// 1..turn of `conversation`, whose head is `h`; returns its id. Inside the
+// caller's transaction.
+Result<int64_t> fork_locked(sqlite3* db, int64_t conversation, int turn, const std::string& session,
+                            const ConversationHead& h, int64_t time_ms) {
+  if (turn < 1 || turn > h.last_turn) {
+    return Error{"it has no turn " + std::to_string(turn) + " (it has turns 1 to " +
+                 std::to_string(h.last_turn) + ")"};
+  }
+  auto id = insert_conversation(db, time_ms, session, h.title, std::pair(conversation, turn));
+  if (!id) return id.error();
+  const std::string copy = "INSERT INTO turns (" + kTurnColumns + ", copied) SELECT ?1, " +
+                           kTurnFields +
+                           ", 1 FROM turns WHERE conversation = ?2 AND turn <= ?3 ORDER BY turn";
+  auto s = sql::Statement::prepare(db, copy);
+  if (!s) return s.error();
+  s->bind(1, *id).bind(2, conversation).bind(3, int64_t{turn});
+  if (auto r = s->run(); !r) return r.error();
+  return *id;
+}
+
 }  // namespace
 
 Error Store::fail(std::string_view what, const Error& e) const {
@@ -210,6 +232,51 @@ Result<TurnRecord> Store::record_turn(TurnRecord t) {
   return t;
 }
 
+Result<TurnRecord> Store::record_continuation(TurnRecord t, int after_turn, bool fork) {
+  if (auto w = check_writable(); !w) return w.error();
+  if (t.time_ms == 0) t.time_ms = now_ms();
+  const int64_t conversation = t.conversation;
+  sqlite3* db = db_.get();
+  bool missing = false;
+  auto done = [&]() -> Result<void> {
+    // The check of the tip and the write are one transaction: a call that
+    // finished meanwhile cannot slip in between.
+    auto tx = sql::Transaction::begin_immediate(db);
+    if (!tx) return tx.error();
+    auto h = head(db, conversation);
+    if (!h) return h.error();
+    if (!*h) {
+      missing = true;
+      return Error{};
+    }
+    if (after_turn == INT_MAX) return Error{"the conversation has too many turns"};
+    if (!fork && (*h)->last_turn == after_turn) {
+      auto s = sql::Statement::prepare(
+          db,
+          "UPDATE conversations SET updated_ms = MAX(updated_ms, ?2), "
+          "title = CASE WHEN title = '' THEN ?3 ELSE title END WHERE id = ?1");
+      if (!s) return s.error();
+      s->bind(1, conversation).bind(2, t.time_ms);
+      s->bind(3, (*h)->title.empty() ? title_from_messages(t.messages_json) : std::string());
+      if (auto r = s->run(); !r) return r.error();
+    } else {
+      // A fork, or the conversation moved on while this turn was computed
+      // from turn `after_turn`: appending it would claim a history the
+      // model never saw, so it starts a branch after the turn it used.
+      auto id = fork_locked(db, conversation, after_turn, t.session, **h, t.time_ms);
+      if (!id) return id.error();
+      t.conversation = *id;
+    }
+    t.parent_turn = after_turn;
+    t.turn = after_turn + 1;
+    if (auto r = insert_turn(db, t, /*copied=*/false); !r) return r.error();
+    return tx->commit();
+  }();
+  if (missing) return no_conversation(conversation);
+  if (!done) return fail("cannot record the turn", done.error());
+  return t;
+}
+
 Result<int64_t> Store::fork(int64_t conversation, int turn, const std::string& session) {
   if (auto w = check_writable(); !w) return w.error();
   const std::string what = "cannot fork conversation " + std::to_string(conversation);
@@ -224,19 +291,8 @@ Result<int64_t> Store::fork(int64_t conversation, int turn, const std::string& s
       missing = true;
       return Error{};
     }
-    if (turn < 1 || turn > (*h)->last_turn) {
-      return Error{"it has no turn " + std::to_string(turn) + " (it has turns 1 to " +
-                   std::to_string((*h)->last_turn) + ")"};
-    }
-    auto id = insert_conversation(db, now_ms(), session, (*h)->title, std::pair(conversation, turn));
+    auto id = fork_locked(db, conversation, turn, session, **h, now_ms());
     if (!id) return id.error();
-    const std::string copy = "INSERT INTO turns (" + kTurnColumns + ", copied) SELECT ?1, " +
-                             kTurnFields +
-                             ", 1 FROM turns WHERE conversation = ?2 AND turn <= ?3 ORDER BY turn";
-    auto s = sql::Statement::prepare(db, copy);
-    if (!s) return s.error();
-    s->bind(1, *id).bind(2, conversation).bind(3, int64_t{turn});
-    if (auto r = s->run(); !r) return r.error();
     if (auto r = tx->commit(); !r) return r.error();
     return *id;
   }();
@@ -292,6 +348,33 @@ Result<std::vector<TurnRecord>> Store::turns(int64_t conversation) {
   return read;
 }
 
+Result<std::vector<std::pair<int64_t, int>>> Store::forks_of(int64_t conversation) {
+  using Forks = std::vector<std::pair<int64_t, int>>;
+  if (empty_) return Forks();
+  auto read = [&]() -> Result<Forks> {
+    auto s = sql::Statement::prepare(db_.get(),
+                                     "SELECT id, forked_from_turn FROM conversations "
+                                     "WHERE forked_from_conversation = ? ORDER BY id");
+    if (!s) return s.error();
+    s->bind(1, conversation);
+    Forks out;
+    for (;;) {
+      auto row = s->step();
+      if (!row) return row.error();
+      if (!*row) break;
+      auto turn = to_int(s->int64(1), "forked-from turn");
+      if (!turn) return turn.error().with_context("conversation " + std::to_string(s->int64(0)));
+      out.emplace_back(s->int64(0), *turn);
+    }
+    return out;
+  }();
+  if (!read) {
+    return fail("cannot read the branches of conversation " + std::to_string(conversation),
+                read.error());
+  }
+  return read;
+}
+
 Result<std::optional<ConversationSummary>> Store::find(int64_t conversation) {
   if (empty_) return std::optional<ConversationSummary>();
   auto found = [&]() -> Result<std::optional<ConversationSummary>> {
@@ -305,7 +388,8 @@ Result<std::optional<ConversationSummary>> Store::find(int64_t conversation) {
     if (!c) return c.error();
     return std::optional<ConversationSummary>(std::move(*c));
   }();
-  if (!found) return fail("cannot read conversation " + std::to_string(conversation), found.error());
+  if (!found)
+    return fail("cannot read conversation " + std::to_string(conversation), found.error());
   return found;
 }
 
@@ -353,7 +437,8 @@ Result<void> Store::remove(int64_t conversation) {
     return tx->commit();
   }();
   if (missing) return no_conversation(conversation);
-  if (!removed) return fail("cannot remove conversation " + std::to_string(conversation), removed.error());
+  if (!removed)
+    return fail("cannot remove conversation " + std::to_string(conversation), removed.error());
   return {};
 }
 

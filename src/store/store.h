@@ -54,9 +54,9 @@ struct ConversationSummary {
   int64_t created_ms = 0;
   int64_t updated_ms = 0;  // the time of the last turn recorded (or of the fork)
   int turns = 0;
-  std::string title;       // from the first user message; may be empty
-  std::string model_path;  // the model of the last turn
-  std::string session;     // where the conversation was started
+  std::string title;                                   // from the first user message; may be empty
+  std::string model_path;                              // the model of the last turn
+  std::string session;                                 // where the conversation was started
   std::optional<std::pair<int64_t, int>> forked_from;  // (conversation, turn)
 };
 
@@ -80,7 +80,23 @@ class Store {
   // is appended as last + 1 with parent_turn = last (the caller's turn and
   // parent_turn are ignored), so concurrent appends never collide. Returns
   // the record as stored (conversation, turn, parent_turn, time_ms filled).
+  // A turn computed from a known turn of a conversation is recorded with
+  // record_continuation instead, which never appends it after turns it did
+  // not see.
   Result<TurnRecord> record_turn(TurnRecord turn);
+
+  // Records a turn computed from turns 1..after_turn of turn.conversation
+  // (the turn's own turn and parent_turn are ignored), in one transaction
+  // that checks the conversation's last turn: when it is still after_turn
+  // and `fork` is false, the turn is appended as after_turn + 1. Otherwise
+  // (a fork was asked for, or the conversation moved on while the turn was
+  // computed, e.g. by a concurrent call) the turn starts a branch: a new
+  // conversation holding copies of turns 1..after_turn, forked_from
+  // (conversation, after_turn), followed by this turn. Either way
+  // parent_turn is the turn it was computed from. Returns the record as
+  // stored; its conversation differs from the one asked for when it
+  // branched.
+  Result<TurnRecord> record_continuation(TurnRecord turn, int after_turn, bool fork);
 
   // A new conversation (started in `session`) holding copies of turns
   // 1..turn of `conversation`, with forked_from set; the original is kept.
@@ -95,6 +111,10 @@ class Store {
   // The turns of a conversation in order; an error if there is no such
   // conversation ("no conversation 42").
   Result<std::vector<TurnRecord>> turns(int64_t conversation);
+
+  // The conversations forked from `conversation` (its branches), as
+  // (conversation, the turn they continue after), oldest first.
+  Result<std::vector<std::pair<int64_t, int>>> forks_of(int64_t conversation);
 
   // The summary of one conversation, or nullopt if there is none.
   Result<std::optional<ConversationSummary>> find(int64_t conversation);

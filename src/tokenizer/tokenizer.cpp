@@ -137,24 +137,27 @@ class Tokenizer::Session {
       try_add(l.prev, b.left);
       try_add(b.left, l.next);
     }
+    // A character no merge reached is written as its bytes' tokens. Where the
+    // vocabulary cannot spell it that way (no byte tokens), a run of such
+    // characters becomes one unknown token, as SentencePiece without byte
+    // fallback does (llama.cpp aborts there); without an unknown token they
+    // are left out.
+    bool in_unknown = false;
     for (int32_t i = 0; i >= 0; i = symbols_[static_cast<size_t>(i)].next) {
       const Symbol& sym = symbols_[static_cast<size_t>(i)];
       const std::string_view t = s.substr(sym.start, sym.len);
       const TokenId id = vocab_.find(t);
+      const bool spelled = id != kNoToken || std::all_of(t.begin(), t.end(), [&](char c) {
+                             return vocab_.byte_token(static_cast<uint8_t>(c)) != kNoToken;
+                           });
       if (id != kNoToken) {
         out.push_back(id);
-      } else {
-        for (char c : t) push_byte(static_cast<uint8_t>(c), out);
+      } else if (spelled) {
+        for (char c : t) out.push_back(vocab_.byte_token(static_cast<uint8_t>(c)));
+      } else if (!in_unknown && vocab_.unk() != kNoToken) {
+        out.push_back(vocab_.unk());
       }
-    }
-  }
-
-  void push_byte(uint8_t b, std::vector<TokenId>& out) const {
-    const TokenId id = vocab_.byte_token(b);
-    if (id != kNoToken) {
-      out.push_back(id);
-    } else if (vocab_.unk() != kNoToken) {
-      out.push_back(vocab_.unk());
+      in_unknown = !spelled;
     }
   }
 
@@ -229,13 +232,11 @@ class Tokenizer::Session {
       try_add(prev_[left], b.left);
       try_add(b.left, next_[left]);
     }
+    // A byte the vocabulary has no token for is left out, as llama.cpp does
+    // (byte-level vocabularies normally hold all 256).
     for (int32_t i = word.empty() ? -1 : 0; i >= 0; i = next_[static_cast<size_t>(i)]) {
       const TokenId id = ids_[static_cast<size_t>(i)];
-      if (id != kNoToken) {
-        out.push_back(id);
-      } else if (vocab_.unk() != kNoToken) {
-        out.push_back(vocab_.unk());  // a byte the vocabulary has no token for
-      }
+      if (id != kNoToken) out.push_back(id);
     }
   }
 

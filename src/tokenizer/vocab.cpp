@@ -1,7 +1,6 @@
 #include "tokenizer/vocab.h"
 
 #include <algorithm>
-#include <cctype>
 #include <cstdio>
 #include <cstring>
 
@@ -233,19 +232,25 @@ Result<Vocab> Vocab::load(const gguf::GgufFile& f, const Options& options) {
   if (texts.size() > static_cast<size_t>(INT32_MAX)) {
     return fail("vocabulary of " + std::to_string(texts.size()) + " tokens is too large");
   }
+  // An empty text becomes "[EMPTY_i]", as llama.cpp names it (so that a
+  // vocabulary with several empty slots loads, and such a token prints as
+  // llama.cpp prints it).
+  const auto empty_name = [](size_t i) { return "[EMPTY_" + std::to_string(i) + "]"; };
   size_t total = 0;
   for (size_t i = 0; i < texts.size(); ++i) {
     if (texts[i].size() > StringIndex::kMaxText) {
       return fail("token " + std::to_string(i) + " is " + std::to_string(texts[i].size()) +
                   " bytes long, expected at most " + std::to_string(StringIndex::kMaxText));
     }
-    total += texts[i].size();
+    total += texts[i].empty() ? empty_name(i).size() : texts[i].size();
   }
   v.arena_.resize(total);
   v.texts_.reserve(texts.size());
   size_t at = 0;
-  for (std::string_view t : texts) {
-    if (!t.empty()) std::memcpy(v.arena_.data() + at, t.data(), t.size());
+  for (size_t i = 0; i < texts.size(); ++i) {
+    const std::string renamed = texts[i].empty() ? empty_name(i) : std::string();
+    const std::string_view t = texts[i].empty() ? std::string_view(renamed) : texts[i];
+    std::memcpy(v.arena_.data() + at, t.data(), t.size());
     v.texts_.emplace_back(v.arena_.data() + at, t.size());
     at += t.size();
   }
@@ -319,130 +324,9 @@ Result<Vocab> Vocab::load(const gguf::GgufFile& f, const Options& options) {
     if (auto r = v.load_merges(f, options, prefix); !r) return r.error();
   }
 
-  // Special token ids, with SentencePiece's conventional defaults.
-  const auto special = [&](std::string_view key, TokenId fallback) -> Result<TokenId> {
-    auto id = f.get_optional<uint32_t>(key);
-    if (!id) return id.error();
-    if (!id->has_value()) return fallback;
-    if (**id >= n) {
-      return fail("key '" + std::string(key) + "' is " + std::to_string(**id) +
-                  ", expected a token id below " + std::to_string(n));
-    }
-    return static_cast<TokenId>(**id);
-  };
-  const bool spm = v.model_ == Model::Spm;
-  const auto assign = [&](TokenId& out, std::string_view key, TokenId fallback) -> Result<void> {
-    auto id = special(key, fallback < static_cast<TokenId>(n) ? fallback : kNoToken);
-    if (!id) return id.error();
-    out = *id;
-    return {};
-  };
-  if (auto r = assign(v.bos_, k::kBosTokenId, spm ? 1 : kNoToken); !r) return r.error();
-  if (auto r = assign(v.eos_, k::kEosTokenId, spm ? 2 : kNoToken); !r) return r.error();
-  if (auto r = assign(v.unk_, "tokenizer.ggml.unknown_token_id", spm ? 0 : kNoToken); !r) {
-    return r.error();
-  }
-  if (auto r = assign(v.pad_, "tokenizer.ggml.padding_token_id", kNoToken); !r) return r.error();
-  if (auto r = assign(v.eot_, "tokenizer.ggml.eot_token_id", kNoToken); !r) return r.error();
-  TokenId eom = kNoToken;
-  if (auto r = assign(eom, "tokenizer.ggml.eom_token_id", kNoToken); !r) return r.error();
+  if (auto r = v.load_specials(f, prefix); !r) return r.error();
 
-  // Flags.
-  const auto flag = [&](std::string_view key, bool fallback) -> Result<bool> {
-    auto b = f.get_optional<bool>(key);
-    if (!b) return b.error();
-    return b->value_or(fallback);
-  };
-  auto add_bos = flag("tokenizer.ggml.add_bos_token", spm || v.pre_ == Pre::Llama3);
-  if (!add_bos) return add_bos.error();
-  auto add_eos = flag("tokenizer.ggml.add_eos_token", false);
-  if (!add_eos) return add_eos.error();
-  auto add_space = flag("tokenizer.ggml.add_space_prefix", spm);
-  if (!add_space) return add_space.error();
-  v.add_bos_ = *add_bos;
-  v.add_eos_ = *add_eos;
-  v.add_space_prefix_ = *add_space;
-
-  // End of turn: named by the file, or found by its conventional text; the
-  // tokens that end generation. Tokens found by their text become control
-  // tokens whatever their stored type (as llama.cpp does).
-  static constexpr std::string_view kEotTexts[] = {
-      "<|eot_id|>",      "<|im_end|>", "<|end|>", "<end_of_turn>",         "<|endoftext|>",
-      "<|end_of_text|>", "<EOT>",      "_<EOT>",  "<｜end▁of▁sentence｜>", "<end_of_utterance>",
-  };
-  static constexpr std::string_view kEogTexts[] = {
-      "<|eot_id|>",
-      "<|im_end|>",
-      "<|end|>",
-      "<|return|>",
-      "<|call|>",
-      "<end_of_turn>",
-      "<|endoftext|>",
-      "<|eom_id|>",
-      "<EOT>",
-      "_<EOT>",
-      "<|end_of_text|>",
-      "<end_of_utterance>",
-      "<｜end▁of▁sentence｜>",
-  };
-  if (v.eot_ == kNoToken) {
-    for (std::string_view t : kEotTexts) {
-      if (const TokenId id = v.find(t); id != kNoToken) {
-        v.eot_ = id;
-        v.types_[static_cast<size_t>(id)] = TokenType::Control;
-        break;
-      }
-    }
-  }
-  if (eom == kNoToken) {
-    if (const TokenId id = v.find("<|eom_id|>"); id != kNoToken) {
-      eom = id;
-      v.types_[static_cast<size_t>(id)] = TokenType::Control;
-    }
-  }
-  for (std::string_view t : kEogTexts) {
-    if (const TokenId id = v.find(t); id != kNoToken && !v.is_eog(id)) {
-      v.eog_.push_back(id);
-      v.types_[static_cast<size_t>(id)] = TokenType::Control;
-    }
-  }
-  for (TokenId id : {v.eos_, v.eot_, eom}) {
-    if (id != kNoToken && !v.is_eog(id)) v.eog_.push_back(id);
-  }
-  std::sort(v.eog_.begin(), v.eog_.end());
-
-  // Phi-3's special tokens swallow the whitespace after them (its Hugging
-  // Face added tokens have rstrip set; llama.cpp keys this on the name).
-  v.strip_.assign(n, Strip::None);
-  std::string lower_name;
-  if (auto name = f.get_optional<std::string_view>(k::kName); name && name->has_value()) {
-    for (char c : **name)
-      lower_name += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  }
-  const bool phi3 =
-      lower_name.find("phi-3") != std::string::npos || lower_name.find("phi3") != std::string::npos;
-
-  // Tokens matched whole in text, longest first (ties by id, for determinism).
-  for (size_t i = 0; i < n; ++i) {
-    const TokenType t = v.types_[i];
-    if ((t == TokenType::Control || t == TokenType::UserDefined || t == TokenType::Unknown) &&
-        !v.texts_[i].empty()) {
-      v.specials_.push_back(static_cast<TokenId>(i));
-    }
-  }
-  std::stable_sort(v.specials_.begin(), v.specials_.end(),
-                   [&](TokenId a, TokenId b) { return v.text(a).size() > v.text(b).size(); });
-  if (phi3) {
-    for (TokenId id : v.specials_) v.strip_[static_cast<size_t>(id)] = Strip::Right;
-    for (std::string_view t : {"<unk>", "<s>", "<|endoftext|>"}) {
-      if (const TokenId id = v.find(t); id != kNoToken)
-        v.strip_[static_cast<size_t>(id)] = Strip::None;
-    }
-    if (const TokenId id = v.find("</s>"); id != kNoToken)
-      v.strip_[static_cast<size_t>(id)] = Strip::Right;
-  }
-
-  if (spm) {
+  if (v.model_ == Model::Spm) {
     v.spm_splits_at_spaces_ = true;
     for (size_t i = 0; i < n && v.spm_splits_at_spaces_; ++i) {
       if (has_inner_space(v.texts_[i])) v.spm_splits_at_spaces_ = false;

@@ -102,17 +102,35 @@ class Vocab {
   // character (BPE); kNoToken if the vocabulary has none.
   TokenId byte_token(uint8_t b) const { return byte_tokens_[b]; }
 
-  // Special tokens (kNoToken when the vocabulary has none).
+  // Special tokens (kNoToken when the vocabulary has none): named by the
+  // file's keys (an id out of range counts as none, see warnings()), with
+  // SentencePiece's defaults, or found by their text as llama.cpp finds them.
   TokenId bos() const { return bos_; }
   TokenId eos() const { return eos_; }
   TokenId eot() const { return eot_; }
+  TokenId eom() const { return eom_; }
   TokenId unk() const { return unk_; }
+  TokenId sep() const { return sep_; }
   TokenId pad() const { return pad_; }
+  TokenId mask() const { return mask_; }
+  TokenId fim_pre() const { return fim_pre_; }
+  TokenId fim_suf() const { return fim_suf_; }
+  TokenId fim_mid() const { return fim_mid_; }
+  TokenId fim_pad() const { return fim_pad_; }
+  TokenId fim_rep() const { return fim_rep_; }
+  TokenId fim_sep() const { return fim_sep_; }
   bool add_bos() const { return add_bos_; }
   bool add_eos() const { return add_eos_; }
   bool add_space_prefix() const { return add_space_prefix_; }
 
-  // Tokens that end generation: EOS, end-of-turn and their kin.
+  // What the file holds that quip reads as llama.cpp does but that may be a
+  // mistake (special ids out of range, taken as none): one line each, naming
+  // the file, for the caller to show.
+  const std::vector<std::string>& warnings() const { return warnings_; }
+
+  // Tokens that end generation, sorted: EOS, EOT, EOM, the FIM padding,
+  // repository and file-separator tokens, and every token named like an end
+  // token ("</s>", "<|im_end|>", "<end_of_turn>", ...; see vocab_specials.cpp).
   const std::vector<TokenId>& end_of_generation() const { return eog_; }
   bool is_eog(TokenId id) const;
 
@@ -128,6 +146,9 @@ class Vocab {
  private:
   Result<void> load_merges(const gguf::GgufFile& file, const Options& options,
                            const std::string& prefix);
+  // Special ids, end-of-generation tokens, the types and strip attributes
+  // llama.cpp sets by name, the list of specials (vocab_specials.cpp).
+  Result<void> load_specials(const gguf::GgufFile& file, const std::string& prefix);
 
   Model model_ = Model::Spm;
   Pre pre_ = Pre::Default;
@@ -141,7 +162,11 @@ class Vocab {
   StringIndex index_;
   PairIndex merges_;
   TokenId byte_tokens_[256];
-  TokenId bos_ = kNoToken, eos_ = kNoToken, eot_ = kNoToken, unk_ = kNoToken, pad_ = kNoToken;
+  TokenId bos_ = kNoToken, eos_ = kNoToken, eot_ = kNoToken, eom_ = kNoToken, unk_ = kNoToken;
+  TokenId sep_ = kNoToken, pad_ = kNoToken, mask_ = kNoToken;
+  TokenId fim_pre_ = kNoToken, fim_suf_ = kNoToken, fim_mid_ = kNoToken, fim_pad_ = kNoToken,
+          fim_rep_ = kNoToken, fim_sep_ = kNoToken;
+  std::vector<std::string> warnings_;
   bool add_bos_ = false, add_eos_ = false, add_space_prefix_ = false;
   std::vector<TokenId> eog_;
   std::vector<TokenId> specials_;

@@ -388,7 +388,7 @@ TEST_F(ChatCli, BadInputGetsOneLineAndItsStatus) {
   // Values read as the user wrote them.
   const RunResult temp = run({"-m", model_path(), "--temp", "-1", "hi"});
   EXPECT_EQ(temp.status, kExitUsage);
-  EXPECT_NE(temp.err.find("temperature is -1, expected a number >= 0"), std::string::npos)
+  EXPECT_NE(temp.err.find("--temp -1 is not in [0, 100]"), std::string::npos)
       << temp.err;
 }
 

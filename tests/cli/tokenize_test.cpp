@@ -381,5 +381,40 @@ TEST(TokenizeCli, WrittenVocabularyTokenizes) {
   EXPECT_EQ(r.out, "2\tab\n0\ta\n");
 }
 
+// Special ids written as 0xFFFFFFFF ("no such token", stories260K's
+// separator and padding): the file tokenizes, with one warning line on
+// stderr naming the keys; a file without them warns of nothing.
+TEST(TokenizeCli, AbsentSpecialIdsWarnOnce) {
+  QUIP_REQUIRE_SHARED();
+  const std::string stories = (testing::shared_dir() / "real" / "stories260K.gguf").string();
+  const std::vector<std::string> args = {"tokenize", "-m", stories, "--ids", "Once upon a time"};
+  const RunResult r = run_quip(args);
+  ASSERT_EQ(r.status, kExitOk) << describe(args, r);
+  EXPECT_EQ(r.out, "1 403 407 261 378\n");  // real/reference.json's prompt tokens
+  ASSERT_EQ(count_lines(r.err), 1u) << r.err;
+  EXPECT_EQ(r.err.rfind("quip: warning: " + stories + ": ", 0), 0u) << r.err;
+  EXPECT_NE(r.err.find("'tokenizer.ggml.padding_token_id' = 4294967295"), std::string::npos);
+  EXPECT_NE(r.err.find("'tokenizer.ggml.seperator_token_id' = 4294967295"), std::string::npos);
+
+  const std::string tiny = (testing::shared_dir() / "real" / "TinyStories-656K-Q8_0.gguf").string();
+  const RunResult quiet = run_quip({"tokenize", "-m", tiny, "--ids", "Once upon a time"});
+  EXPECT_EQ(quiet.status, kExitOk);
+  EXPECT_EQ(quiet.err, "");
+}
+
+// TinyStories-656K cannot spell "(" (no byte tokens): quip writes <unk>
+// (id 0) where llama.cpp aborts.
+TEST(TokenizeCli, UnspellableTextIsUnknownNotACrash) {
+  QUIP_REQUIRE_SHARED();
+  const std::string tiny = (testing::shared_dir() / "real" / "TinyStories-656K-Q8_0.gguf").string();
+  const std::vector<std::string> args = {"tokenize", "-m", tiny, "(x)"};
+  const RunResult r = run_quip(args);
+  ASSERT_EQ(r.status, kExitOk) << describe(args, r);
+  const std::vector<std::string> lines = split_lines(r.out);
+  ASSERT_GE(lines.size(), 3u) << r.out;
+  EXPECT_EQ(lines[0], "1\t<|start_story|>");
+  EXPECT_EQ(std::count(lines.begin(), lines.end(), "0\t<unk>"), 2) << r.out;
+}
+
 }  // namespace
 }  // namespace quip::cli

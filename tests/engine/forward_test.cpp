@@ -80,20 +80,13 @@ TEST_P(SharedModels, GreedyDecodingMatchesLlamaCpp) {
   QUIP_REQUIRE_SHARED();
   if (!exact_greedy_expected(GetParam())) GTEST_SKIP() << "not an exact-greedy format";
   const auto loaded = load(GetParam());
-  for (const auto& c : entry_for(GetParam()).at("completions")) {
-    Forward fwd(loaded->model, options(2));
-    const std::vector<int32_t> prompt = c.at("prompt_tokens");
-    const std::vector<int32_t> greedy = c.at("greedy");
-    const auto& steps = c.at("steps");
-    std::span<const float> logits = fwd.eval(prompt);
-    for (size_t i = 0; i < greedy.size(); ++i) {
-      const auto& top = steps[i].at("top");
-      if (top[0][1].get<double>() - top[1][1].get<double>() <= 0.05) break;
-      const auto next = static_cast<int32_t>(argmax(logits));
-      ASSERT_EQ(next, greedy[i]) << "step " << i << " of '" << c.at("text") << "'";
-      logits = fwd.eval({&next, 1});
-    }
-  }
+  EXPECT_EQ(reference::compare_greedy(
+                GetParam(),
+                [&] {
+                  auto fwd = std::make_shared<Forward>(loaded->model, options(2));
+                  return [fwd](std::span<const int32_t> tokens) { return fwd->eval(tokens); };
+                }),
+            "");
 }
 
 std::vector<std::string> shared_models() {

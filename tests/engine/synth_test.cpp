@@ -29,7 +29,8 @@ fs::path synth(const std::string& shape, const std::string& type) {
 }
 
 TEST(Synth, TinyModelLoadsAndRuns) {
-  for (const char* type : {"", "f16", "q8_0", "q4_0", "q4_k_m"}) {
+  for (const char* type : {"", "f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "iq4_nl",
+                           "q2_k", "q3_k", "q4_k", "q5_k", "q6_k", "iq4_xs", "q4_k_m"}) {
     SCOPED_TRACE(type);
     const fs::path path = synth("tiny", type);
     auto f = gguf::GgufFile::open(path.string());
@@ -41,6 +42,32 @@ TEST(Synth, TinyModelLoadsAndRuns) {
     ReferenceForward fwd(*m);
     for (int32_t id : t->encode("Hello")) {
       for (float v : fwd.step(id)) ASSERT_TRUE(std::isfinite(v));
+    }
+    fs::remove(path);
+  }
+}
+
+// One type for every matrix, as llama-quantize --pure: where the type's
+// blocks fit tiny's rows (64 and 128 values) every matrix has it; the
+// 256-element types take llama.cpp's fallback for them. general.file_type
+// names the type asked for.
+TEST(Synth, TinyInOneTypeHasItOrLlamaCppsFallbackOnEveryMatrix) {
+  const struct {
+    const char* type;
+    const char* matrices;
+    uint32_t file_type;
+  } cases[] = {{"q4_1", "Q4_1", 3},  {"q5_1", "Q5_1", 9},      {"bf16", "BF16", 32},
+               {"q5_k", "Q5_1", 16}, {"iq4_xs", "IQ4_NL", 30}, {"q2_k", "Q4_0", 10}};
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.type);
+    const fs::path path = synth("tiny", c.type);
+    auto f = gguf::GgufFile::open(path.string());
+    ASSERT_TRUE(f.ok()) << f.error().message;
+    auto file_type = f->get<uint32_t>("general.file_type");
+    ASSERT_TRUE(file_type.ok()) << file_type.error().message;
+    EXPECT_EQ(*file_type, c.file_type);
+    for (const gguf::TensorInfo& t : f->tensors()) {
+      EXPECT_EQ(std::string(t.type.name), t.n_dims >= 2 ? c.matrices : "F32") << t.name;
     }
     fs::remove(path);
   }
@@ -79,10 +106,11 @@ TEST(Synth, TinyQ4_K_MHasLlamaCppsTypesPerTensor) {
   fs::remove(path);
 }
 
-// q4_k and q6_k have quantizers now, but not every shape has rows of whole
-// super-blocks: only the documented types (and mixes) are accepted.
+// Every type quip runs is accepted (with llama.cpp's fallback where its
+// blocks do not fit a row); types quip cannot run, operand-only types and
+// mixes other than q4_k_m are refused.
 TEST(Synth, RefusesTypesOutsideTheDocumentedSet) {
-  for (const char* type : {"q4_k", "q6_k", "q5_0", "q4_k_s"}) {
+  for (const char* type : {"q4_k_s", "iq2_xs", "q8_k", "q8_1", "mxfp4", "nonsense"}) {
     const fs::path out =
         fs::temp_directory_path() / ("quip-synth-refused-" + std::to_string(::getpid()));
     const std::string cmd = std::string(QUIP_SYNTH_BINARY) + " tiny " + out.string() + " --type " +

@@ -92,6 +92,24 @@ TEST(QuantMix, RowsNotWholeBlocksOf32BecomeF16) {
   EXPECT_EQ(q4_k_m_type({"output.weight", 0, 2, 96}, 2, true), GgmlType::Q8_0);
 }
 
+// llama.cpp's tensor_type_fallback (llama-quant.cpp), which llama-quantize
+// applies with --pure too.
+TEST(QuantMix, FallbackTypesAreLlamaCpps) {
+  const std::pair<GgmlType, GgmlType> expected[] = {
+      {GgmlType::IQ4_XS, GgmlType::IQ4_NL}, {GgmlType::Q2_K, GgmlType::Q4_0},
+      {GgmlType::Q3_K, GgmlType::Q4_0},     {GgmlType::Q4_K, GgmlType::Q5_0},
+      {GgmlType::Q5_K, GgmlType::Q5_1},     {GgmlType::Q6_K, GgmlType::Q8_0},
+  };
+  for (auto [wanted, smaller] : expected) {
+    EXPECT_EQ(fallback_type(wanted, 512), wanted) << traits(wanted).name;
+    EXPECT_EQ(fallback_type(wanted, 64), smaller) << traits(wanted).name;
+    EXPECT_EQ(fallback_type(wanted, 48), GgmlType::F16) << traits(wanted).name;
+  }
+  EXPECT_EQ(fallback_type(GgmlType::Q4_1, 64), GgmlType::Q4_1);
+  EXPECT_EQ(fallback_type(GgmlType::Q4_1, 48), GgmlType::F16);
+  EXPECT_EQ(fallback_type(GgmlType::BF16, 7), GgmlType::BF16);
+}
+
 // N of "blk.N.", or 0.
 uint32_t layer_of(std::string_view name) {
   uint32_t layer = 0;

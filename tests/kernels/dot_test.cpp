@@ -249,12 +249,15 @@ TEST(Dot, SimdKernelsMatchTheReference) {
       const DotFn fast = dot_function(type, isa, order);
       const DotFn ref = dot_function(type, Isa::Reference, order);
       if (fast == ref) continue;  // no kernel of its own for this type and order
-      // The references of the K-quants, the float formats and repacked Q4_0
-      // and IQ4_NL are llama.cpp's float orders themselves: no slack.
+      // The references of the K-quants, Q4_1, Q5_1, IQ4_NL, the float
+      // formats and repacked Q4_0 are llama.cpp's float orders themselves:
+      // no slack.
       const bool repacked_32 = (type == GgmlType::Q4_0 || type == GgmlType::IQ4_NL) &&
                                (order == Order::kBlocks || order == Order::kBlocksBy4);
-      const bool exact = operand_type(type) == GgmlType::Q8_K || type == GgmlType::F32 ||
-                         type == GgmlType::F16 || type == GgmlType::BF16 || repacked_32;
+      const bool exact = operand_type(type) == GgmlType::Q8_K ||
+                         operand_type(type) == GgmlType::Q8_1 || type == GgmlType::IQ4_NL ||
+                         type == GgmlType::F32 || type == GgmlType::F16 ||
+                         type == GgmlType::BF16 || repacked_32;
       const size_t block = gguf::traits(type).block_size;
       const size_t step = block == 1 ? 1 : block;
       for (size_t n = step; n <= 1024; n += (n < 64 || block > 1) ? step : 13) {

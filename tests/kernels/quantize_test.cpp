@@ -33,7 +33,8 @@ TEST(QuantizeSharedModels, RequantizingLlamaCppBlocksGivesThemBack) {
   size_t checked = 0;
   for (const char* name : {"tiny-llama-spm-e64-q8_0.gguf", "tiny-llama-spm-e64-q4_0.gguf",
                            "tiny-llama-spm-e64-q5_0.gguf", "tiny-llama-spm-e64-f16.gguf",
-                           "tiny-qwen2-e64-q8_0.gguf"}) {
+                           "tiny-qwen2-e64-q8_0.gguf", "tiny-llama-spm-e64-q4_1.gguf",
+                           "tiny-llama-spm-e64-q5_1.gguf", "tiny-qwen3-e64-bf16.gguf"}) {
     auto f = gguf::GgufFile::open((testing::shared_dir() / "models" / name).string());
     ASSERT_TRUE(f.ok()) << f.error().message;
     for (const gguf::TensorInfo& t : f->tensors()) {
@@ -198,12 +199,103 @@ std::vector<float> dequantize(GgmlType type, const std::vector<std::byte>& q, si
 
 // The FNV-1a hashes of what ggml-quants.c's quantize_row_*_ref (compiled
 // without FMA contraction) writes for varied_input(): the whole algorithm,
-// searches included, must match llama.cpp's bit for bit.
+// searches included, must match llama.cpp's bit for bit. IQ4_NL and IQ4_XS
+// are llama-quantize's quantize_iq4_nl and quantize_iq4_xs with no
+// importance matrix, BF16 ggml_fp32_to_bf16_row_ref. (The hashes from Q4_1
+// on were made by calling those functions in libggml-base.so of the
+// reference build 9749, which is compiled without FMA, on varied_input(),
+// and hashing the bytes as fnv1a does; Q4_K's hash came out the same.)
 TEST(Quantize, MatchesLlamaCppReferenceQuantizers) {
   const std::vector<float> x = varied_input();
   EXPECT_EQ(fnv1a(quantize(GgmlType::Q5_0, x)), 0x4D2D1AF3D015F1E1ULL);
   EXPECT_EQ(fnv1a(quantize(GgmlType::Q4_K, x)), 0x79A086295684892FULL);
   EXPECT_EQ(fnv1a(quantize(GgmlType::Q6_K, x)), 0xC411AA06EC82B15EULL);
+  EXPECT_EQ(fnv1a(quantize(GgmlType::Q4_1, x)), 0x63728F469567839FULL);
+  EXPECT_EQ(fnv1a(quantize(GgmlType::Q5_1, x)), 0x190B9CF42A49187BULL);
+  EXPECT_EQ(fnv1a(quantize(GgmlType::Q2_K, x)), 0x5886F2030343A0A6ULL);
+  EXPECT_EQ(fnv1a(quantize(GgmlType::Q3_K, x)), 0x17D157A77AA6491BULL);
+  EXPECT_EQ(fnv1a(quantize(GgmlType::Q5_K, x)), 0x28BC4122671413DFULL);
+  EXPECT_EQ(fnv1a(quantize(GgmlType::IQ4_NL, x)), 0x405950425C600747ULL);
+  EXPECT_EQ(fnv1a(quantize(GgmlType::IQ4_XS, x)), 0x5C12EE8F36E8096AULL);
+  EXPECT_EQ(fnv1a(quantize(GgmlType::BF16, x)), 0x5C2DB463E431D403ULL);
+}
+
+// Round trips of the formats quip-synth writes beyond those above: quantize,
+// dequantize, and every element stays within a named number of its group's
+// steps, and the noise on normal data within the format's measured level.
+// A step: (max - min) / levels of the group for the formats with an offset
+// (the range includes 0 for Q2_K and Q5_K, whose mins are >= 0), max |x| / 4
+// for Q3_K's eight symmetric levels, and for the non-linear grid the widest
+// gap between its values (24, between 89 and 113) at the scale that maps
+// max |x| to 127. The K-quants and IQ4_XS take the largest step over their
+// super-block's groups (their scales are relative to the largest).
+struct RoundTrip {
+  GgmlType type;
+  int group, levels;
+  bool offset;      // a step is the range over levels, else max |x| over levels
+  float max_steps;  // the bound, measured worst below it
+  float max_rmse;   // relative rmse on normal data, measured just below it
+};
+
+constexpr float kGridGap = 24.0f / 127.0f;  // IQ4's widest gap, in units of max |x|
+
+// Measured worst |error| / step on varied_input() and normal data, and
+// relative rmse on normal data: Q4_1 0.511, 0.0788; Q5_1 0.516, 0.0380;
+// Q2_K 0.775, 0.2965; Q3_K 1.026, 0.1515; Q5_K 1.116, 0.0362 (past one step
+// only on varied blocks whose d is a subnormal half); IQ4_NL 0.653 of a
+// gap, 0.0764; IQ4_XS 0.721, 0.0769. Q4_1 and Q5_1 round to nearest: half a
+// step plus the half-precision rounding of d and m.
+constexpr RoundTrip kRoundTrips[] = {
+    {GgmlType::Q4_1, 32, 15, true, 0.52f, 0.080f},  {GgmlType::Q5_1, 32, 31, true, 0.53f, 0.039f},
+    {GgmlType::Q2_K, 16, 3, true, 0.85f, 0.30f},    {GgmlType::Q3_K, 16, 4, false, 1.15f, 0.155f},
+    {GgmlType::Q5_K, 32, 31, true, 1.25f, 0.037f},  {GgmlType::IQ4_NL, 32, 1, false, 0.75f, 0.078f},
+    {GgmlType::IQ4_XS, 32, 1, false, 0.8f, 0.078f},
+};
+
+TEST(Quantize, RoundTripsStayWithinTheirSteps) {
+  std::vector<float> x = varied_input();
+  const size_t n_varied = x.size();
+  std::mt19937 rng(11);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (int i = 0; i < 256 * kSuper; ++i) x.push_back(normal(rng));
+  for (const RoundTrip& rt : kRoundTrips) {
+    const char* name = gguf::traits(rt.type).name.data();
+    const std::vector<float> y = dequantize(rt.type, quantize(rt.type, x), x.size());
+    const bool per_block = gguf::traits(rt.type).block_size == 32;
+    const size_t span = per_block ? 32 : kSuper;  // elements that share the largest scale
+    double err2 = 0, x2 = 0;
+    for (size_t b = 0; b < x.size(); b += span) {
+      float step = 0;
+      for (size_t g = b; g < b + span; g += static_cast<size_t>(rt.group)) {
+        const auto first = x.begin() + static_cast<ptrdiff_t>(g);
+        const auto [lo_it, hi_it] = std::minmax_element(first, first + rt.group);
+        float lo = *lo_it, hi = *hi_it;
+        if (rt.type == GgmlType::Q2_K || rt.type == GgmlType::Q5_K) {
+          lo = std::min(lo, 0.0f), hi = std::max(hi, 0.0f);
+        }
+        const float amax = std::max(std::fabs(lo), std::fabs(hi));
+        const float s = rt.offset        ? (hi - lo) / static_cast<float>(rt.levels)
+                        : rt.levels == 1 ? amax * kGridGap
+                                         : amax / static_cast<float>(rt.levels);
+        step = std::max(step, s);
+      }
+      for (size_t i = b; i < b + span; ++i) {
+        ASSERT_LE(std::fabs(y[i] - x[i]), rt.max_steps * step + 1e-7f)
+            << name << " element " << i << " of " << x[i];
+        if (i >= n_varied) err2 += double{y[i] - x[i]} * (y[i] - x[i]), x2 += double{x[i]} * x[i];
+      }
+    }
+    EXPECT_LE(std::sqrt(err2 / x2), rt.max_rmse) << name;
+  }
+}
+
+// BF16 rounds to nearest: within half of its 8-bit mantissa's unit.
+TEST(Quantize, Bf16RoundsToNearest) {
+  const std::vector<float> x = varied_input();
+  const std::vector<float> y = dequantize(GgmlType::BF16, quantize(GgmlType::BF16, x), x.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    ASSERT_LE(std::fabs(y[i] - x[i]), std::fabs(x[i]) * 0x1p-8f) << i;
+  }
 }
 
 // How far Q4_K or Q6_K may move an element of the super-block at x: one

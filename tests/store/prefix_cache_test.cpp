@@ -7,13 +7,17 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <xxhash.h>
 
+#include <cmath>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <random>
 
 #include "support/run_quip.h"
+#include "support/shared.h"
 
 namespace quip::store {
 namespace {
@@ -172,11 +176,17 @@ TEST_F(PrefixCacheTest, BrokenFilesAreIgnoredWithAWarningAndRemoved) {
          std::ofstream f(p, std::ios::app | std::ios::binary);
          f << "extra";
        }},
-      {"another version",
+      {"the version before logits (1), its checksum not matching",
        [](const fs::path& p) {
          std::fstream f(p, std::ios::in | std::ios::out | std::ios::binary);
          f.seekp(8);
-         f.put('\x02');
+         f.put('\x01');
+       }},
+      {"a later version",
+       [](const fs::path& p) {
+         std::fstream f(p, std::ios::in | std::ios::out | std::ios::binary);
+         f.seekp(8);
+         f.put('\x63');
        }},
       {"garbage", [](const fs::path& p) { testing::write_bytes(p, std::string(5000, 'x')); }, true},
       {"large garbage", [](const fs::path& p) { testing::write_bytes(p, std::string(50000, 'x')); },
@@ -221,6 +231,100 @@ TEST_F(PrefixCacheTest, BrokenFilesAreIgnoredWithAWarningAndRemoved) {
     ASSERT_TRUE(cache().save(t, kv, 64, {}).ok());
     EXPECT_EQ(restore(t, kv), 150u);
   }
+}
+
+// The logits after a prompt's end are kept with the segment that ends there
+// and come back, bit for bit, with a restore of exactly that prefix; other
+// ends have none, and a file whose logits are cut or flipped is refused.
+TEST_F(PrefixCacheTest, KeepsTheLogitsAfterAPromptEnd) {
+  constexpr uint32_t kVocab = 37;
+  const KvShape with_vocab{"0123456789abcdef", kLayers, kRowWidth, kVocab};
+  PrefixCache c(dir(), with_vocab, kDefaultCacheBytes);
+  const auto t = tokens(150);
+  const engine::KvCache kv = filled(150);
+  std::vector<float> logits(kVocab);
+  for (uint32_t i = 0; i < kVocab; ++i)
+    logits[i] = std::ldexp(1.0f + i, -static_cast<int>(i % 9)) - 3;
+  logits[5] = std::numeric_limits<float>::denorm_min();
+  const size_t mark = 100;
+  ASSERT_TRUE(c.save(t, kv, 0, {&mark, 1}, {mark, logits}).ok());
+
+  const auto restore_logits = [&](size_t n, std::vector<float>& out) {
+    engine::KvCache r(kLayers, kRowWidth);
+    std::vector<std::string> w;
+    out.assign(3, 1.0f);  // emptied when there are none
+    const size_t got = c.restore(std::span(t).first(n), r, w, &out);
+    EXPECT_TRUE(w.empty()) << w.front();
+    EXPECT_EQ(rows(r, got), rows(kv, got));
+    return got;
+  };
+  std::vector<float> got;
+  EXPECT_EQ(restore_logits(100, got), 100u);
+  ASSERT_EQ(got.size(), kVocab);
+  EXPECT_EQ(std::memcmp(got.data(), logits.data(), kVocab * sizeof(float)), 0);
+  EXPECT_EQ(restore_logits(150, got), 150u);  // the answer's end: none
+  EXPECT_TRUE(got.empty());
+  EXPECT_EQ(restore_logits(64, got), 64u);  // a block boundary: none
+  EXPECT_TRUE(got.empty());
+  EXPECT_EQ(restore_logits(120, got), 100u);  // a longer prompt restores to the mark
+  EXPECT_EQ(got.size(), kVocab);              // (the caller uses them only for a whole prompt)
+
+  // The segment [64, 100) with its logits: cut them short, or flip one.
+  fs::path with_logits;
+  for (const auto& f : files_under(dir())) {
+    if (fs::file_size(f) == 72 + 36 * (4 + kv.position_bytes()) + kVocab * 4) with_logits = f;
+  }
+  ASSERT_FALSE(with_logits.empty());
+  const std::string good = testing::read_file(with_logits);
+  for (int breakage = 0; breakage < 2; ++breakage) {
+    std::string bad = good;
+    if (breakage == 0) {
+      bad.resize(bad.size() - 4);
+    } else {
+      bad[bad.size() - 7] ^= 0x10;
+    }
+    testing::write_bytes(with_logits, bad);
+    engine::KvCache r(kLayers, kRowWidth);
+    std::vector<std::string> w;
+    std::vector<float> out;
+    EXPECT_EQ(c.restore(std::span(t).first(100), r, w, &out), 64u) << breakage;
+    EXPECT_TRUE(out.empty());
+    ASSERT_EQ(w.size(), 1u);
+    EXPECT_FALSE(fs::exists(with_logits));
+    ASSERT_TRUE(c.save(t, kv, 64, {&mark, 1}, {mark, logits}).ok());  // repaired
+  }
+}
+
+// A sound file of format version 1 (before logits): not used, removed
+// without a warning, and stored anew by the call.
+TEST_F(PrefixCacheTest, FilesOfTheFormerVersionGoQuietly) {
+  const auto t = tokens(100);
+  const engine::KvCache kv = filled(100);
+  ASSERT_TRUE(cache().save(t, kv, 0, {}).ok());
+  const auto files = files_under(dir());
+  ASSERT_EQ(files.size(), 2u);
+  // Version 1's layout is version 2's without logits: rewrite the version
+  // and the checksum as quip 1 wrote them.
+  const fs::path old_file = files[0];
+  std::string bytes = testing::read_file(old_file);
+  bytes[8] = 1;
+  XXH3_state_t* state = XXH3_createState();
+  XXH3_64bits_reset(state);
+  XXH3_64bits_update(state, bytes.data(), 64);
+  XXH3_64bits_update(state, bytes.data() + 72, bytes.size() - 72);
+  const uint64_t sum = XXH3_64bits_digest(state);
+  XXH3_freeState(state);
+  std::memcpy(bytes.data() + 64, &sum, 8);
+  testing::write_bytes(old_file, bytes);
+
+  engine::KvCache c(kLayers, kRowWidth);
+  std::vector<std::string> w;
+  const size_t n = cache().restore(t, c, w);
+  EXPECT_LT(n, 100u);
+  EXPECT_TRUE(w.empty()) << w.front();
+  EXPECT_FALSE(fs::exists(old_file));
+  ASSERT_TRUE(cache().save(t, kv, n, {}).ok());
+  EXPECT_EQ(restore(t, kv), 100u);
 }
 
 // Files of another model, or of another KV shape, are never used, even when

@@ -165,6 +165,57 @@ TEST(StoreProcesses, EightProcessesAppendToOneConversation) {
   EXPECT_EQ(last_k.size(), size_t{kProcesses});
 }
 
+// Eight processes continue turn 1 of one conversation at once, as eight
+// `quip --cid ID` calls that all read turn 1 before any recorded: one turn
+// follows turn 1 in the conversation, the others are branches after turn 1,
+// and no turn claims a parent it was not computed from.
+TEST(StoreProcesses, EightContinuationsOfOneTurnBranch) {
+  TempDir dir;
+  const fs::path file = dir / "quip.db";
+  const fs::path notes = dir / "notes";
+  int64_t id = 0;
+  {
+    auto s = Store::open(file);
+    ASSERT_TRUE(s.ok()) << s.error().message;
+    auto first = s->record_turn(sample_turn(0));
+    ASSERT_TRUE(first.ok());
+    id = first->conversation;
+  }
+  const std::vector<int> statuses = run_together([&](int i) {
+    auto s = Store::open(file);
+    if (!s) return failed(notes, s.error().message);
+    TurnRecord t = sample_turn(i + 1);
+    t.conversation = id;
+    t.answer = "from turn 1, call " + std::to_string(i);
+    auto r = s->record_continuation(t, 1, false);
+    if (!r) return failed(notes, r.error().message);
+    return 0;
+  });
+  for (int st : statuses) EXPECT_EQ(st, 0) << read_notes(notes);
+
+  auto s = Store::open_read_only(file);
+  ASSERT_TRUE(s.ok());
+  auto list = s->list(0);
+  ASSERT_TRUE(list.ok());
+  ASSERT_EQ(list->size(), size_t{kProcesses});
+  std::set<std::string> answers;
+  for (const ConversationSummary& c : *list) {
+    auto turns = s->turns(c.id);
+    ASSERT_TRUE(turns.ok());
+    ASSERT_EQ(turns->size(), 2u) << "conversation " << c.id;
+    EXPECT_EQ(turns->at(0).answer, "answer 0");
+    EXPECT_EQ(turns->at(1).parent_turn, 1);
+    answers.insert(turns->at(1).answer);
+    if (c.id != id) {
+      EXPECT_EQ(c.forked_from, std::make_optional(std::pair<int64_t, int>(id, 1)));
+    }
+  }
+  EXPECT_EQ(answers.size(), size_t{kProcesses});  // each call's turn, once
+  auto forks = s->forks_of(id);
+  ASSERT_TRUE(forks.ok());
+  EXPECT_EQ(forks->size(), size_t{kProcesses - 1});
+}
+
 // A turn whose fields all derive from `n`, so that a partly written one
 // would show.
 TurnRecord checkable_turn(int n) {
@@ -254,15 +305,15 @@ TEST(StoreProcesses, AReadOnlyFolderOrFileIsAClearError) {
     ASSERT_TRUE(s.ok());
     id = s->record_turn(sample_turn(1))->conversation;
   }
-  fs::permissions(ro_dir, fs::perms::owner_read | fs::perms::owner_exec |
-                              fs::perms::group_read | fs::perms::group_exec |
-                              fs::perms::others_read | fs::perms::others_exec);
+  fs::permissions(ro_dir, fs::perms::owner_read | fs::perms::owner_exec | fs::perms::group_read |
+                              fs::perms::group_exec | fs::perms::others_read |
+                              fs::perms::others_exec);
   fs::create_directories(dir / "rw");
   std::filesystem::copy_file(ro_dir / "quip.db", dir / "rw/quip.db");
   fs::permissions(ro_dir / "quip.db", fs::perms::all);  // writable, but its folder is not
   fs::permissions(dir / "rw", fs::perms::all);
-  fs::permissions(dir / "rw/quip.db", fs::perms::owner_read | fs::perms::group_read |
-                                          fs::perms::others_read);
+  fs::permissions(dir / "rw/quip.db",
+                  fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read);
   fs::create_directories(dir / "noaccess");
   fs::permissions(dir / "noaccess", fs::perms::owner_all);
 

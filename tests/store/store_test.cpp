@@ -2,12 +2,13 @@
 // numbering, titles, forks, sessions, listing, removal, read-only use and
 // schema versions. Several processes at once, kills, full and read-only
 // disks: store_processes_test.cpp. Broken files: broken_db_test.cpp.
+#include "store/store.h"
+
 #include <gtest/gtest.h>
 
 #include <climits>
 #include <filesystem>
 
-#include "store/store.h"
 #include "store/store_helpers.h"
 #include "support/run_quip.h"
 
@@ -105,8 +106,7 @@ TEST(StoreTest, TokenIdsAreStoredAsLittleEndianInt32) {
   TurnRecord t = sample_turn(1);
   t.prompt_tokens = {1, -2};
   record_ok(s, t);
-  EXPECT_EQ(sql_value(dir / "quip.db", "SELECT hex(prompt_tokens) FROM turns"),
-            "01000000FEFFFFFF");
+  EXPECT_EQ(sql_value(dir / "quip.db", "SELECT hex(prompt_tokens) FROM turns"), "01000000FEFFFFFF");
 }
 
 TEST(StoreTest, AppendedTurnsAreNumberedAfterTheLast) {
@@ -172,8 +172,7 @@ TEST(StoreTest, TitleIsTheFirstUserMessageFoldedAndCut) {
   const std::string long_text(100, 'x');
   EXPECT_EQ(title_from_messages(R"([{"role":"user","content":")" + long_text + R"("}])"),
             std::string(60, 'x') + "…");
-  EXPECT_EQ(title_from_messages(R"([{"role":"user","content":")" + std::string(60, 'y') +
-                                R"("}])"),
+  EXPECT_EQ(title_from_messages(R"([{"role":"user","content":")" + std::string(60, 'y') + R"("}])"),
             std::string(60, 'y'));  // exactly 60: not cut
   // Cut on code points, never inside a character.
   std::string accents;
@@ -184,9 +183,10 @@ TEST(StoreTest, TitleIsTheFirstUserMessageFoldedAndCut) {
             cut + "…");
   // Control characters go; content parts are joined.
   EXPECT_EQ(title_from_messages(R"([{"role":"user","content":"a\u0007b"}])"), "ab");
-  EXPECT_EQ(title_from_messages(
-                R"([{"role":"user","content":[{"type":"text","text":"one"},{"type":"text","text":"two"}]}])"),
-            "one two");
+  EXPECT_EQ(
+      title_from_messages(
+          R"([{"role":"user","content":[{"type":"text","text":"one"},{"type":"text","text":"two"}]}])"),
+      "one two");
   // No user message: the first that is not the system's (a raw prompt).
   EXPECT_EQ(title_from_messages(R"([{"role":"raw","content":"Once upon"}])"), "Once upon");
   EXPECT_EQ(title_from_messages(R"([{"role":"system","content":"s"}])"), "");
@@ -269,6 +269,73 @@ TEST(StoreTest, ForkCopiesTheTurnsUpToNAndKeepsTheOriginal) {
   ASSERT_TRUE(s.remove(id).ok());
   EXPECT_EQ(s.turns(*fork)->size(), 3u);
   EXPECT_EQ((*s.find(*fork))->forked_from->first, id);
+}
+
+// A turn computed from the conversation's last turn is appended after it;
+// one computed from a turn that is no longer the last (another call
+// recorded meanwhile) starts a branch after the turn it used, and so does an
+// asked-for fork. Every turn's parent is the turn it was computed from.
+TEST(StoreTest, ContinuationFollowsTheTurnItWasComputedFrom) {
+  TempDir dir;
+  Store s = open_ok(dir / "quip.db");
+  const int64_t id = record_ok(s, sample_turn(1)).conversation;
+  const auto continue_from = [&](int n, int after, bool fork) {
+    TurnRecord t = sample_turn(n, "session-b");
+    t.conversation = id;
+    t.turn = 99;  // ignored
+    t.parent_turn = 42;
+    auto r = s.record_continuation(t, after, fork);
+    if (!r) ADD_FAILURE() << r.error().message;
+    CHECK(r.ok());
+    return *r;
+  };
+  const TurnRecord second = continue_from(2, 1, false);  // the tip: appended
+  EXPECT_EQ(second.conversation, id);
+  EXPECT_EQ(second.turn, 2);
+  EXPECT_EQ(second.parent_turn, 1);
+
+  const TurnRecord late = continue_from(3, 1, false);  // computed from turn 1 too
+  EXPECT_NE(late.conversation, id);
+  EXPECT_EQ(late.turn, 2);
+  EXPECT_EQ(late.parent_turn, 1);
+  auto original = s.turns(id);
+  ASSERT_TRUE(original.ok());
+  ASSERT_EQ(original->size(), 2u);  // untouched by the late turn
+  EXPECT_EQ((*original)[1].answer, "answer 2");
+  auto branch = s.turns(late.conversation);
+  ASSERT_TRUE(branch.ok());
+  ASSERT_EQ(branch->size(), 2u);
+  expect_same_content((*branch)[0], (*original)[0]);
+  EXPECT_EQ((*branch)[1].answer, "answer 3");
+  auto summary = s.find(late.conversation);
+  ASSERT_TRUE(summary.ok() && summary->has_value());
+  EXPECT_EQ((*summary)->forked_from, std::make_optional(std::pair<int64_t, int>(id, 1)));
+  EXPECT_EQ((*summary)->session, "session-b");
+  // -c in that session continues the branch: it holds what the model saw.
+  auto last = s.last_turn_in_session("session-b");
+  ASSERT_TRUE(last.ok() && last->has_value());
+  EXPECT_EQ((*last)->conversation, late.conversation);
+
+  const TurnRecord forked = continue_from(4, 2, true);  // asked: even from the tip
+  EXPECT_NE(forked.conversation, id);
+  EXPECT_EQ(forked.turn, 3);
+  EXPECT_EQ(forked.parent_turn, 2);
+  const TurnRecord third = continue_from(5, 2, false);
+  EXPECT_EQ(third.conversation, id);
+  EXPECT_EQ(third.turn, 3);
+
+  auto forks = s.forks_of(id);
+  ASSERT_TRUE(forks.ok()) << forks.error().message;
+  EXPECT_EQ(*forks, (std::vector<std::pair<int64_t, int>>{{late.conversation, 1},
+                                                          {forked.conversation, 2}}));
+  TurnRecord missing = sample_turn(6);
+  missing.conversation = 999;
+  auto r = s.record_continuation(missing, 1, false);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message, "no conversation 999");
+  TurnRecord beyond = sample_turn(7);
+  beyond.conversation = id;
+  EXPECT_FALSE(s.record_continuation(beyond, 7, false).ok());  // no turn 7 to follow
 }
 
 TEST(StoreTest, ForkOfATurnThatDoesNotExistIsAnError) {
@@ -370,9 +437,9 @@ TEST(StoreTest, RemoveDeletesTheConversationAndItsTurns) {
   record_ok(s, t);
   ASSERT_TRUE(s.remove(gone).ok());
   EXPECT_FALSE(s.find(gone)->has_value());
-  EXPECT_EQ(sql_value(file, "SELECT COUNT(*) FROM turns WHERE conversation = " +
-                                std::to_string(gone)),
-            "0");
+  EXPECT_EQ(
+      sql_value(file, "SELECT COUNT(*) FROM turns WHERE conversation = " + std::to_string(gone)),
+      "0");
   EXPECT_EQ(s.turns(keep)->size(), 1u);
   auto again = s.remove(gone);
   ASSERT_FALSE(again.ok());

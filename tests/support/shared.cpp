@@ -12,6 +12,13 @@ std::filesystem::path shared_dir() {
   return std::filesystem::is_directory(dir / "models", ec) ? dir : std::filesystem::path();
 }
 
+std::filesystem::path demo_model() {
+  const std::filesystem::path path =
+      std::filesystem::path(QUIP_MODELS_DIR) / "SmolLM2-135M-Instruct.Q4_1.gguf";
+  std::error_code ec;
+  return std::filesystem::is_regular_file(path, ec) ? path : std::filesystem::path();
+}
+
 std::vector<std::filesystem::path> shared_files(const std::string& sub, const std::string& suffix) {
   std::vector<std::filesystem::path> out;
   const std::filesystem::path dir = shared_dir();

@@ -19,6 +19,10 @@ std::filesystem::path shared_dir();
 // Files under shared_dir()/sub whose names end with `suffix`, sorted.
 std::vector<std::filesystem::path> shared_files(const std::string& sub, const std::string& suffix);
 
+// The demo model (scripts/fetch_models.sh: SmolLM2-135M-Instruct, Q4_1) in
+// QUIP_MODELS_DIR, or an empty path when it has not been fetched.
+std::filesystem::path demo_model();
+
 // Reads a whole file.
 std::string read_file(const std::filesystem::path& path);
 
@@ -33,4 +37,19 @@ std::string read_file(const std::filesystem::path& path);
       GTEST_SKIP() << "shared test data not found at " QUIP_SHARED_DIR             \
                       " (configure with -DQUIP_SHARED_DIR=...)";                   \
     }                                                                              \
+  } while (0)
+
+// For tests on the demo model: skips with a message when it is missing, or
+// fails when CI is set. Declares `model` (its path).
+#define QUIP_REQUIRE_DEMO_MODEL(model)                                                     \
+  const std::filesystem::path model = ::quip::testing::demo_model();                      \
+  do {                                                                                     \
+    if (model.empty()) {                                                                   \
+      if (std::getenv("CI") != nullptr) {                                                  \
+        FAIL() << "the demo model is not in " QUIP_MODELS_DIR " (CI is set): run "         \
+                  "scripts/fetch_models.sh";                                               \
+      }                                                                                    \
+      GTEST_SKIP() << "the demo model is not in " QUIP_MODELS_DIR                          \
+                      " (scripts/fetch_models.sh fetches it)";                             \
+    }                                                                                      \
   } while (0)

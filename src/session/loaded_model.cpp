@@ -1,10 +1,11 @@
-#include "cli/loaded_model.h"
+#include "session/loaded_model.h"
 
 #include "base/paths.h"
 #include "base/text.h"
+#include "gguf/fingerprint.h"
 #include "kernels/dot.h"
 
-namespace quip::cli {
+namespace quip::session {
 
 Result<LoadedModel> load_model(const std::string& path) {
   auto opened = gguf::GgufFile::open(path);
@@ -20,7 +21,8 @@ Result<LoadedModel> load_model(const std::string& path) {
   }
   auto tok = tokenizer::Tokenizer::load(*file, {.cache_dir = cache_dir()});
   if (!tok) return tok.error();
-  return LoadedModel{std::move(file), std::move(*model), std::move(*tok)};
+  std::string fingerprint = gguf::fingerprint(*file);
+  return LoadedModel{std::move(file), std::move(*model), std::move(*tok), std::move(fingerprint)};
 }
 
-}  // namespace quip::cli
+}  // namespace quip::session
