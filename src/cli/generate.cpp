@@ -130,9 +130,11 @@ void add_options(CLI::App& app, Flags& f) {
   app.add_flag("--print-prompt", f.print_prompt,
                "print the prompt the call would send (with --json: and its token ids); no answer");
   const auto number = [&](const std::string& names, const std::string& flag, const char* help) {
-    // Parsed as text (set_from_flag), shown as the kind of number it is.
+    // Parsed as text (set_from_flag, with the ranges and messages of
+    // config.toml), shown as the kind of number it is; not "INT", which
+    // usage.cpp checks as CLI11 reads it.
     app.add_option(names, f.numbers[flag], help)
-        ->type_name(real_limit(flag) != nullptr ? "NUMBER" : "INT");
+        ->type_name(real_limit(flag) != nullptr ? "NUMBER" : "INTEGER");
   };
   number("-n,--n-predict", "--n-predict",
          "stop after N tokens, N in [0, 2^31); -1 (the default): at the end of the turn");

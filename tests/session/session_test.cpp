@@ -222,10 +222,21 @@ TEST_F(SessionApi, FailuresHaveKinds) {
 
   Request chat = request(kChatModel, 4);
   chat.messages = user("hi");
-  chat.template_file = home_.path() / "missing.jinja";
-  auto no_template = build_prompt(model(kChatModel), chat);
-  ASSERT_FALSE(no_template.ok());
-  EXPECT_EQ(no_template.failure().kind, FailureKind::Usage);
+  // The caller's template: one that does not parse, and one that refuses
+  // the messages, are the caller's errors, named by its file.
+  chat.template_file = home_.path() / "mine.jinja";
+  chat.template_text = "{% for m in messages %}";
+  auto broken = build_prompt(model(kChatModel), chat);
+  ASSERT_FALSE(broken.ok());
+  EXPECT_EQ(broken.failure().kind, FailureKind::Usage);
+  EXPECT_EQ(broken.failure().message.rfind(chat.template_file->string() + ": ", 0), 0u)
+      << broken.failure().message;
+  chat.template_text = "{{ raise_exception('no users here') }}";
+  auto refused = build_prompt(model(kChatModel), chat);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.failure().kind, FailureKind::Usage);
+  EXPECT_NE(refused.failure().message.find("no users here"), std::string::npos)
+      << refused.failure().message;
 
   auto none =
       find_base(home_.path() / "data" / "quip.db", ConversationRef{7, std::nullopt}, kSession);
