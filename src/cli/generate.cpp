@@ -1,6 +1,7 @@
 #include "cli/generate.h"
 
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -27,6 +28,18 @@
 #include "session/session.h"
 
 namespace quip::cli {
+
+namespace {
+
+// Whether two descriptors are one open file, pipe or terminal.
+bool same_file(int a, int b) {
+  struct stat sa {
+  }, sb{};
+  return fstat(a, &sa) == 0 && fstat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
+         sa.st_ino == sb.st_ino;
+}
+
+}  // namespace
 
 namespace {
 
@@ -410,9 +423,14 @@ int generate_main(const std::vector<std::string>& args, std::ostream& out, std::
   const session::Answer& answer = *generated;
   // On a terminal, the shell's prompt starts on a line of its own (a pipe
   // or $(...) gets the answer as it is).
-  if (!f.json && !reader_gone && &out == &std::cout && isatty(STDOUT_FILENO) != 0 &&
-      !answer.text.empty() && answer.text.back() != '\n') {
+  const bool open_line = !f.json && !answer.text.empty() && answer.text.back() != '\n';
+  if (open_line && !reader_gone && &out == &std::cout && isatty(STDOUT_FILENO) != 0) {
     out << '\n' << std::flush;
+  } else if (open_line && &out == &std::cout && &err == &std::cerr && same_file(1, 2)) {
+    // stdout and stderr go to one file or pipe (2>&1): what quip says next
+    // starts on a line of its own, through stderr, so stdout stays the answer.
+    out << std::flush;
+    err << '\n';
   }
   for (const std::string& w : answer.warnings) print_warning(err, "quip", w);
   if (reader_gone) {

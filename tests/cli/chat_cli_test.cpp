@@ -93,11 +93,12 @@ TEST_F(ChatCli, AnswersOnStdoutOnly) {
   ASSERT_EQ(r.status, kExitOk) << r.err;
   EXPECT_EQ(r.err, "");
   const nlohmann::json p = run_json({"-m", model_path(), "--print-prompt", "What is 1+1?"});
-  EXPECT_EQ(p.at("text"), "<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a "
-                          "helpful assistant.<|im_end|>\n<|im_start|>user\nWhat is "
-                          "1+1?<|im_end|>\n<|im_start|>assistant\n");
-  const std::vector<std::string> raw = {"--raw", "-m", model_path(), "-n", "10", "--tokens",
-                                        ids_text(p.at("tokens"))};
+  EXPECT_EQ(p.at("text"),
+            "<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a "
+            "helpful assistant.<|im_end|>\n<|im_start|>user\nWhat is "
+            "1+1?<|im_end|>\n<|im_start|>assistant\n");
+  const std::vector<std::string> raw = {
+      "--raw", "-m", model_path(), "-n", "10", "--tokens", ids_text(p.at("tokens"))};
   const RunResult expected = run(raw);
   ASSERT_EQ(expected.status, kExitOk) << testing::describe(raw, expected);
   EXPECT_EQ(r.out, expected.out);
@@ -222,13 +223,13 @@ TEST_F(ChatCli, SystemMessage) {
 TEST_F(ChatCli, NestedCallsWithTheConfigsModel) {
   QUIP_REQUIRE_SHARED();
   std::filesystem::create_directories(home_ / "config");
-  testing::write_bytes(home_ / "config" / "config.toml",
-                       "model = \"tiny\"\nn_predict = 4\n\n[models.tiny]\npath = \"" +
-                           model_path() + "\"\n");
+  testing::write_bytes(
+      home_ / "config" / "config.toml",
+      "model = \"tiny\"\nn_predict = 4\n\n[models.tiny]\npath = \"" + model_path() + "\"\n");
   const std::string q = QUIP_BINARY;
-  testing::write_bytes(home_ / "nest.sh",
-                       "set -e\n\"" + q + "\" \"$(\"" + q + "\" \"Given this: $(\"" + q +
-                           "\" 'Initial question?') elaborate\") Why?\"\n");
+  testing::write_bytes(home_ / "nest.sh", "set -e\n\"" + q + "\" \"$(\"" + q +
+                                              "\" \"Given this: $(\"" + q +
+                                              "\" 'Initial question?') elaborate\") Why?\"\n");
   RunOptions sh;
   sh.env = options_.env;
   const RunResult r = testing::run_command({"/bin/sh", (home_ / "nest.sh").string()}, sh);
@@ -274,13 +275,31 @@ TEST_F(ChatCli, JsonAndStatsReportUsage) {
   EXPECT_NE(r.err.find("4 generated"), std::string::npos) << r.err;
 }
 
+// 2>&1: the stats line starts a line of its own, added on stderr, so the
+// answer before it is exactly stdout's answer.
+TEST_F(ChatCli, StatsStartALineOfTheirOwnWhenStderrIsStdout) {
+  QUIP_REQUIRE_SHARED();
+  const std::vector<std::string> args = {"-m",           model_path(), "-n",      "3",
+                                         "--ignore-eos", "--no-cache", "--stats", "hi"};
+  const RunResult apart = run(args);
+  ASSERT_EQ(apart.status, kExitOk) << apart.err;
+  ASSERT_FALSE(apart.out.empty());
+  RunOptions o;
+  o.stderr_to_stdout = true;
+  const RunResult together = run(args, o);
+  ASSERT_EQ(together.status, kExitOk) << together.out;
+  const std::string answer = apart.out + (apart.out.back() == '\n' ? "" : "\n");
+  EXPECT_EQ(together.out.substr(0, answer.size()), answer) << together.out;
+  EXPECT_EQ(together.out.substr(answer.size(), 19), "quip: conversation ") << together.out;
+}
+
 // Ctrl-C: what was generated is printed and stored, marked interrupted.
 TEST_F(ChatCli, InterruptIsRecorded) {
   QUIP_REQUIRE_SHARED();
   RunOptions o;
   o.signal_on_output = SIGINT;
-  const RunResult r = run({"-m", model_path(), "--ignore-eos", "--ctx-size", "100000", "-t",
-                           "1", "Tell me a long story."},
+  const RunResult r = run({"-m", model_path(), "--ignore-eos", "--ctx-size", "100000", "-t", "1",
+                           "Tell me a long story."},
                           o);
   EXPECT_EQ(r.status, kExitInterrupted) << r.err;
   EXPECT_FALSE(r.out.empty());
@@ -297,9 +316,8 @@ TEST_F(ChatCli, KilledCallLeavesTheStoreUsable) {
   run_json({"-m", model_path(), "-n", "2", "before"});
   RunOptions o;
   o.signal_on_output = SIGKILL;
-  const RunResult r = run({"-m", model_path(), "--ignore-eos", "--ctx-size", "100000", "-t", "1",
-                           "-c", "Go on."},
-                          o);
+  const RunResult r = run(
+      {"-m", model_path(), "--ignore-eos", "--ctx-size", "100000", "-t", "1", "-c", "Go on."}, o);
   EXPECT_TRUE(r.killed);
   const nlohmann::json after = run_json({"-c", "-n", "2", "after"});
   EXPECT_EQ(after.at("turn"), 2);  // the killed call recorded nothing
@@ -388,8 +406,7 @@ TEST_F(ChatCli, BadInputGetsOneLineAndItsStatus) {
   // Values read as the user wrote them.
   const RunResult temp = run({"-m", model_path(), "--temp", "-1", "hi"});
   EXPECT_EQ(temp.status, kExitUsage);
-  EXPECT_NE(temp.err.find("--temp -1 is not in [0, 100]"), std::string::npos)
-      << temp.err;
+  EXPECT_NE(temp.err.find("--temp -1 is not in [0, 100]"), std::string::npos) << temp.err;
 }
 
 }  // namespace

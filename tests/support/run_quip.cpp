@@ -88,8 +88,12 @@ RunResult run_command(const std::vector<std::string>& command, const RunOptions&
     posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, out_path.c_str(),
                                      O_WRONLY | O_CREAT | O_TRUNC, 0644);
   }
-  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, err_path.c_str(),
-                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (options.stderr_to_stdout) {
+    posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
+  } else {
+    posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, err_path.c_str(),
+                                     O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  }
   pid_t pid;
   std::vector<std::string> env_strings = environment_with(options.env);
   std::vector<char*> envp;

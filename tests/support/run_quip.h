@@ -48,6 +48,8 @@ struct RunOptions {
   // stdout is a pipe whose reader has already gone: every write fails with
   // EPIPE (or kills with SIGPIPE), as with `quip ... | head -c 0`.
   bool stdout_closed_pipe = false;
+  // stderr goes where stdout goes (2>&1): RunResult::out holds both.
+  bool stderr_to_stdout = false;
 };
 
 // Runs QUIP_BINARY with `args`; a start failure is a test failure.
