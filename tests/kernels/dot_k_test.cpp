@@ -1,4 +1,5 @@
-// The K-quant kernels (dot_x86_k.inc: Q2_K, Q3_K, Q5_K, IQ4_XS) against the
+// The K-quant kernels (dot_x86_k.inc: Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS;
+// dot_x86.inc: Q4_K by rows) against the
 // reference at every code and at the operand's extremes, bit for bit: their
 // integer parts are exact and their float steps are the reference's, so any
 // difference is a wrong integer (a decoding slip or a saturated int16 sum).
@@ -6,6 +7,8 @@
 // column count and alignment.
 #include <gtest/gtest.h>
 
+#include <bit>
+#include <cstdint>
 #include <cstring>
 #include <random>
 #include <string>
@@ -29,6 +32,8 @@ constexpr Case kCases[] = {
     {GgmlType::Q2_K, Order::kRows},      {GgmlType::Q2_K, Order::kBlocks},
     {GgmlType::Q2_K, Order::kBlocksBy4}, {GgmlType::Q3_K, Order::kRows},
     {GgmlType::Q5_K, Order::kRows},      {GgmlType::IQ4_XS, Order::kRows},
+    {GgmlType::Q4_K, Order::kRows},      {GgmlType::Q4_K, Order::kBlocks},
+    {GgmlType::Q4_K, Order::kBlocksBy4}, {GgmlType::Q6_K, Order::kRows},
 };
 
 // Offsets of each block's half-precision scales.
@@ -36,7 +41,9 @@ std::vector<size_t> halves(GgmlType t) {
   switch (t) {
     case GgmlType::Q2_K: return {offsetof(BlockQ2_K, d), offsetof(BlockQ2_K, dmin)};
     case GgmlType::Q3_K: return {offsetof(BlockQ3_K, d)};
+    case GgmlType::Q4_K: return {offsetof(BlockQ4_K, d), offsetof(BlockQ4_K, dmin)};
     case GgmlType::Q5_K: return {offsetof(BlockQ5_K, d), offsetof(BlockQ5_K, dmin)};
+    case GgmlType::Q6_K: return {offsetof(BlockQ6_K, d)};
     default: return {offsetof(BlockIQ4_XS, d)};
   }
 }
@@ -122,15 +129,21 @@ TEST(DotK, KernelsEqualTheReferenceAtEveryCodeAndTheOperandsExtremes) {
     for (Isa isa : isas) {
       const DotFn fast = dot_function(k.type, isa, k.order);
       ASSERT_NE(fast, ref) << isa_name(isa) << " has no kernel for " << gguf::traits(k.type).name;
-      for (int ncols : {1, 3, kMaxCols}) {
-        std::vector<float> want(256 * kMaxCols), got(256 * kMaxCols);
-        ref(kN, w.data(), stride, 256, a.data() + 1, a_stride, ncols, want.data(), 256);
-        fast(kN, w.data(), stride, 256, a.data() + 1, a_stride, ncols, got.data(), 256);
-        for (int c = 0; c < ncols; ++c) {
+      // Every column count (the kernels' tiles of four and eight and their
+      // tails), and all 256 rows or 255 (an odd last row).
+      for (int ncols = 1; ncols <= kMaxCols; ++ncols) {
+        const size_t nrows = ncols % 2 ? 255 : 256;
+        std::vector<float> want(256 * kMaxCols, -1.0f), got(256 * kMaxCols, -1.0f);
+        ref(kN, w.data(), stride, nrows, a.data() + 1, a_stride, ncols, want.data(), 256);
+        fast(kN, w.data(), stride, nrows, a.data() + 1, a_stride, ncols, got.data(), 256);
+        for (int c = 0; c < kMaxCols; ++c) {
           for (size_t r = 0; r < 256; ++r) {
-            ASSERT_EQ(got[c * 256 + r], want[c * 256 + r])
-                << isa_name(isa) << " " << gguf::traits(k.type).name << " order "
-                << static_cast<int>(k.order) << " row " << r << " column " << c << " of " << ncols;
+            // Bit for bit (a zero's sign too); outputs past the columns and rows untouched.
+            ASSERT_EQ(std::bit_cast<uint32_t>(got[c * 256 + r]),
+                      std::bit_cast<uint32_t>(want[c * 256 + r]))
+                << got[c * 256 + r] << " != " << want[c * 256 + r] << " " << isa_name(isa) << " "
+                << gguf::traits(k.type).name << " order " << static_cast<int>(k.order) << " row "
+                << r << " column " << c << " of " << ncols;
           }
         }
       }
