@@ -1,4 +1,4 @@
-// The K-quant dot kernels on their own, as the forward calls them.
+// The quantized dot kernels on their own, as the forward calls them.
 //
 // Claim shown: each kernel's speed apart from memory: a 512 x 2048 weight
 // (0.5 to 0.8 MiB, in the L2 cache after the first pass) multiplied by 1
@@ -108,6 +108,19 @@ void Args(benchmark::internal::Benchmark* b) {
     }
   }
 }
+// The 32-element formats (Q4_0 and IQ4_NL in their repacked order, as the
+// forward multiplies weights of rows in eights; Q4_1 for comparison).
+void Args32(benchmark::internal::Benchmark* b) {
+  for (GgmlType t :
+       {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q5_0, GgmlType::IQ4_NL, GgmlType::Q4_1}) {
+    const bool repacked = t == GgmlType::Q4_0 || t == GgmlType::IQ4_NL;
+    for (int isa : {1, 2}) {
+      for (int cols : {1, 64})
+        b->Args({static_cast<int>(t), isa, cols, repacked ? (cols == 1 ? 1 : 2) : 0});
+    }
+  }
+}
 BENCHMARK(BM_Dot)->Apply(Args)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Dot)->Apply(Args32)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
