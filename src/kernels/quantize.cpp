@@ -107,6 +107,45 @@ void pack_scale_min_k4(int j, uint8_t ls, uint8_t lm, uint8_t* scales) {
   }
 }
 
+void fit_super_scale_min(const float* x, int nmax, ScaleMinSearch search, uint8_t* levels,
+                         uint16_t* d, uint16_t* dmin, uint8_t* packed) {
+  float scales[8], mins[8];
+  float max_scale = 0, max_min = 0;
+  for (int j = 0; j < 8; ++j) {
+    const float* g = x + 32 * j;
+    float sum_x2 = 0;
+    for (int l = 0; l < 32; ++l) sum_x2 += g[l] * g[l];
+    const float av_x = std::sqrt(sum_x2 / 32);
+    float weights[32];
+    for (int l = 0; l < 32; ++l) weights[l] = av_x + std::fabs(g[l]);
+    scales[j] = fit_scale_min(g, weights, 32, nmax, levels + 32 * j, &mins[j], search);
+    max_scale = std::max(max_scale, scales[j]);
+    max_min = std::max(max_min, mins[j]);
+  }
+  const float inv_scale = max_scale > 0 ? 63.0f / max_scale : 0.0f;
+  const float inv_min = max_min > 0 ? 63.0f / max_min : 0.0f;
+  for (int j = 0; j < 8; ++j) {
+    // Truncated to uint8_t before the clamp to 63, as ggml does (it only
+    // matters for a negative fit, which wraps).
+    const auto ls = static_cast<uint8_t>(nearest_int(inv_scale * scales[j]));
+    const auto lm = static_cast<uint8_t>(nearest_int(inv_min * mins[j]));
+    pack_scale_min_k4(j, std::min<uint8_t>(63, ls), std::min<uint8_t>(63, lm), packed);
+  }
+  *d = f32_to_f16(max_scale / 63.0f);
+  *dmin = f32_to_f16(max_min / 63.0f);
+  for (int j = 0; j < 8; ++j) {
+    uint8_t sc, m;
+    scale_min_k4(j, packed, &sc, &m);
+    const float dj = f16_to_f32(*d) * static_cast<float>(sc);
+    if (dj == 0) continue;  // keep the fit's levels, as ggml does
+    const float dm = f16_to_f32(*dmin) * static_cast<float>(m);
+    for (int l = 0; l < 32; ++l) {
+      levels[32 * j + l] =
+          static_cast<uint8_t>(std::clamp(nearest_int((x[32 * j + l] + dm) / dj), 0, nmax));
+    }
+  }
+}
+
 }  // namespace quant
 
 namespace {
@@ -236,42 +275,8 @@ void with_offset(const float* x, void* dst, size_t n) {
 void q4_k(const float* x, void* dst, size_t n) {
   for (size_t i = 0; i < n / kSuper; ++i, x += kSuper) {
     uint8_t levels[kSuper];
-    float scales[8], mins[8];
-    float max_scale = 0, max_min = 0;
-    for (int j = 0; j < 8; ++j) {
-      const float* g = x + 32 * j;
-      float sum_x2 = 0;
-      for (int l = 0; l < 32; ++l) sum_x2 += g[l] * g[l];
-      const float av_x = std::sqrt(sum_x2 / 32);
-      float weights[32];
-      for (int l = 0; l < 32; ++l) weights[l] = av_x + std::fabs(g[l]);
-      scales[j] = fit_scale_min(g, weights, 32, 15, levels + 32 * j, &mins[j], quant::kQ4KSearch);
-      max_scale = std::max(max_scale, scales[j]);
-      max_min = std::max(max_min, mins[j]);
-    }
-    const float inv_scale = max_scale > 0 ? 63.0f / max_scale : 0.0f;
-    const float inv_min = max_min > 0 ? 63.0f / max_min : 0.0f;
     BlockQ4_K b{};
-    for (int j = 0; j < 8; ++j) {
-      // Truncated to uint8_t before the clamp to 63, as ggml does (it only
-      // matters for a negative fit, which wraps).
-      const auto ls = static_cast<uint8_t>(nearest_int(inv_scale * scales[j]));
-      const auto lm = static_cast<uint8_t>(nearest_int(inv_min * mins[j]));
-      pack_scale_min_k4(j, std::min<uint8_t>(63, ls), std::min<uint8_t>(63, lm), b.scales);
-    }
-    b.d = f32_to_f16(max_scale / 63.0f);
-    b.dmin = f32_to_f16(max_min / 63.0f);
-    for (int j = 0; j < 8; ++j) {
-      uint8_t sc, m;
-      scale_min_k4(j, b.scales, &sc, &m);
-      const float d = f16_to_f32(b.d) * static_cast<float>(sc);
-      if (d == 0) continue;  // keep the fit's levels, as ggml does
-      const float dm = f16_to_f32(b.dmin) * static_cast<float>(m);
-      for (int l = 0; l < 32; ++l) {
-        levels[32 * j + l] =
-            static_cast<uint8_t>(std::clamp(nearest_int((x[32 * j + l] + dm) / d), 0, 15));
-      }
-    }
+    quant::fit_super_scale_min(x, 15, quant::kQ4KSearch, levels, &b.d, &b.dmin, b.scales);
     // Each 64 elements share 32 bytes: the first 32 in low nibbles, the next 32 in high.
     for (int j = 0; j < kSuper; j += 64) {
       for (int l = 0; l < 32; ++l) {

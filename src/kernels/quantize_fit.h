@@ -37,6 +37,15 @@ float fit_scale_min(const float* x, const float* w, int n, int nmax, uint8_t* le
 // those must start at zero.
 void pack_scale_min_k4(int j, uint8_t ls, uint8_t lm, uint8_t* scales);
 
+// The scales and levels of a Q4_K or Q5_K super-block of 256 values, as
+// ggml's quantize_row_q4_K_ref and _q5_K_ref share them: each group of 32
+// fitted by fit_scale_min (levels 0..nmax, weights rms(group) + |x|); the 8
+// scales and 8 mins quantized to 6 bits against the largest of each (d and
+// dmin, half precision, and the 12 `scales` bytes, which must start at
+// zero); then every element requantized against what the block stores.
+void fit_super_scale_min(const float* x, int nmax, ScaleMinSearch search, uint8_t* levels,
+                         uint16_t* d, uint16_t* dmin, uint8_t* scales);
+
 // The quantizers of quantize_k.cpp (quantize_row's contract): Q2_K, Q3_K
 // and Q5_K as ggml's quantize_row_*_ref, IQ4_NL and IQ4_XS as ggml's
 // quantize_iq4_nl and quantize_iq4_xs without an importance matrix.
