@@ -2,23 +2,28 @@
 // ones, so speed and memory can be measured at realistic scale without
 // downloads (not a user command).
 //
-//   quip-synth SHAPE OUT.gguf [--type TYPE] [--seed N]
+//   quip-synth SHAPE OUT.gguf [--type TYPE | --mix FTYPE] [--seed N]
 //
 // SHAPE: tiny (a 2-layer llama, n_embd 64, F32 by default), qwen2.5-0.5b,
-// llama-3.2-1b, qwen2.5-7b (their published hyper-parameters). Weights are
-// uniform with the standard deviation of a 0.02 normal, quantized with
-// quip's reference quantizers (the same bytes as llama.cpp's for the same
-// floats); norms are ones and biases small, both F32. TYPE is q4_k_m or one
-// of the types quip multiplies (f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 iq4_nl
-// q2_k q3_k q4_k q5_k q6_k iq4_xs): one type gives every matrix that type,
-// as llama-quantize --pure does, or llama.cpp's fallback where its blocks
-// do not fit a row (gguf/quant_mix.h: Q4_K becomes Q5_0 on tiny's rows of
-// 64, for instance); q4_k_m gives each matrix the type llama.cpp's Q4_K_M
-// gives it: Q4_K, Q6_K for the output and for attn_v and ffn_down in some
-// layers, with the same fallbacks (most of Qwen2.5-0.5B, all of tiny). The
-// vocabulary is
-// byte-level BPE with no merges: 256 byte tokens, then control tokens up to
-// the real vocabulary size.
+// llama-3.2-1b, qwen2.5-7b, llama-3.1-8b, qwen3-8b, qwen2.5-14b (their
+// published hyper-parameters; llama-3.1-8b without its rope_freqs factors,
+// which change no speed). Weights are uniform with the standard deviation of
+// a 0.02 normal, quantized with quip's reference quantizers (the same bytes
+// as llama.cpp's for the same floats); norms are ones and biases small, both
+// F32.
+//
+// --type TYPE, one of the types quip multiplies (f32 f16 bf16 q8_0 q4_0
+// q4_1 q5_0 q5_1 iq4_nl q2_k q3_k q4_k q5_k q6_k iq4_xs), gives every matrix
+// that type, as llama-quantize --pure does, or llama.cpp's fallback where
+// its blocks do not fit a row (gguf/quant_mix.h: Q4_K becomes Q5_0 on
+// tiny's rows of 64, for instance). --mix FTYPE (q4_k_m q5_k_m q6_k
+// iq4_xs) gives each matrix the type llama-quantize gives it for that file
+// type, without --pure: Q4_K_M is Q4_K with Q6_K for the output and for
+// attn_v and ffn_down in some layers, for instance, with the same fallbacks
+// (most of Qwen2.5-0.5B, all of tiny). --type q4_k_m and q5_k_m, which are
+// no single type, are --mix. The vocabulary is byte-level BPE with no
+// merges: 256 byte tokens, then control tokens up to the real vocabulary
+// size.
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -48,6 +53,7 @@ struct Shape {
   float rope_base, rms_eps;
   bool tied;
   GgmlType default_type;
+  bool qk_norm = false;  // qwen3: RMS norms of each head's queries and keys
 };
 
 constexpr Shape kShapes[] = {
@@ -58,12 +64,19 @@ constexpr Shape kShapes[] = {
      GgmlType::Q8_0},
     {"qwen2.5-7b", "qwen2", 3584, 28, 28, 4, 18944, 152064, 32768, 1e6f, 1e-6f, false,
      GgmlType::Q4_0},
+    {"llama-3.1-8b", "llama", 4096, 32, 32, 8, 14336, 128256, 131072, 500000.0f, 1e-5f, false,
+     GgmlType::Q4_0},
+    {"qwen3-8b", "qwen3", 4096, 36, 32, 8, 12288, 151936, 40960, 1e6f, 1e-6f, false, GgmlType::Q4_0,
+     true},
+    {"qwen2.5-14b", "qwen2", 5120, 48, 40, 8, 13824, 152064, 32768, 1e6f, 1e-5f, false,
+     GgmlType::Q4_0},
 };
 
-// What --type asked for: one type for every matrix, or llama.cpp's Q4_K_M mix.
+// What --type or --mix asked for: one type for every matrix, or the mix of
+// one of llama.cpp's file types.
 struct WeightTypes {
-  GgmlType uniform;  // when !q4_k_m
-  bool q4_k_m;
+  GgmlType uniform;  // without a mix
+  std::optional<quip::gguf::FileMix> mix;
 };
 
 // llama.cpp's general.file_type (llama_ftype) for an all-one-type file;
@@ -123,7 +136,8 @@ void add_vocabulary(GgufWriter& w, const Shape& s) {
     types.push_back(3);
   }
   w.set(std::string(k::kTokenizerModel), std::string("gpt2"));
-  w.set(std::string(k::kTokenizerPre), std::string(s.arch == "qwen2" ? "qwen2" : "llama-bpe"));
+  w.set(std::string(k::kTokenizerPre),
+        std::string(s.arch.starts_with("qwen") ? "qwen2" : "llama-bpe"));
   w.set(std::string(k::kTokens), make_array(tokens));
   w.set("tokenizer.ggml.token_type", make_array(types));
   w.set("tokenizer.ggml.merges", make_array(std::vector<std::string>{}));
@@ -138,7 +152,7 @@ int write_model(const Shape& s, WeightTypes weights, const std::string& path, ui
   w.set(std::string(k::kArchitecture), arch);
   w.set(std::string(k::kName), "quip-synth " + std::string(s.name) + " (random weights)");
   w.set(std::string(k::kFileType),
-        weights.q4_k_m ? quip::gguf::kFileTypeQ4_K_M : file_type(weights.uniform));
+        weights.mix ? static_cast<uint32_t>(*weights.mix) : file_type(weights.uniform));
   w.set(k::arch_key(arch, k::kContextLength), s.n_ctx);
   w.set(k::arch_key(arch, k::kEmbeddingLength), s.n_embd);
   w.set(k::arch_key(arch, k::kBlockCount), s.n_layer);
@@ -154,8 +168,9 @@ int write_model(const Shape& s, WeightTypes weights, const std::string& path, ui
   // A matrix of n_out rows of n_in values, of layer `layer` (where it is in
   // one), in the type `weights` gives it, filled at write time.
   const auto matrix = [&](const std::string& name, uint32_t layer, uint64_t n_in, uint64_t n_out) {
-    const GgmlType type = weights.q4_k_m
-                              ? quip::gguf::q4_k_m_type({name, layer, 2, n_in}, s.n_layer, !s.tied)
+    const GgmlType type = weights.mix
+                              ? quip::gguf::mix_type(*weights.mix, {name, layer, 2, n_in},
+                                                     {s.n_layer, !s.tied, s.n_head / s.n_head_kv})
                               : quip::gguf::fallback_type(weights.uniform, n_in);
     const quip::gguf::TypeTraits traits = quip::gguf::traits(type);
     const uint64_t row_bytes = n_in / traits.block_size * traits.block_bytes;
@@ -202,6 +217,10 @@ int write_model(const Shape& s, WeightTypes weights, const std::string& path, ui
       small(b + "attn_k.bias", kv);
       small(b + "attn_v.bias", kv);
     }
+    if (s.qk_norm) {
+      ones(b + "attn_q_norm.weight", head_dim);
+      ones(b + "attn_k_norm.weight", head_dim);
+    }
     matrix(b + "attn_output.weight", l, s.n_embd, s.n_embd);
     ones(b + "ffn_norm.weight", s.n_embd);
     matrix(b + "ffn_gate.weight", l, s.n_embd, s.n_ff);
@@ -217,10 +236,12 @@ int write_model(const Shape& s, WeightTypes weights, const std::string& path, ui
 
 int usage() {
   std::fputs(
-      "usage: quip-synth SHAPE OUT.gguf [--type TYPE] [--seed N]\n"
-      "SHAPE: tiny, qwen2.5-0.5b, llama-3.2-1b, qwen2.5-7b\n"
+      "usage: quip-synth SHAPE OUT.gguf [--type TYPE | --mix FTYPE] [--seed N]\n"
+      "SHAPE: tiny, qwen2.5-0.5b, llama-3.2-1b, qwen2.5-7b, llama-3.1-8b, qwen3-8b, "
+      "qwen2.5-14b\n"
       "TYPE: f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 iq4_nl q2_k q3_k q4_k q5_k q6_k iq4_xs "
-      "q4_k_m\n",
+      "(every matrix), q4_k_m q5_k_m (mixes)\n"
+      "FTYPE: q4_k_m q5_k_m q6_k iq4_xs (llama-quantize's mix of that file type)\n",
       stderr);
   return 2;
 }
@@ -237,23 +258,34 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "quip-synth: unknown shape '%s'\n", argv[1]);
     return usage();
   }
-  WeightTypes weights{shape->default_type, false};
+  WeightTypes weights{shape->default_type, std::nullopt};
   uint64_t seed = 42;
   for (int i = 3; i < argc; i += 2) {
     if (i + 1 >= argc) return usage();
     const std::string_view flag = argv[i], value = argv[i + 1];
     if (flag == "--type") {
       const std::optional<GgmlType> t = quip::gguf::type_from_name(value);
+      const std::optional<quip::gguf::FileMix> mix = quip::gguf::file_mix_from_name(value);
       // Every type quip multiplies has a quantizer.
-      const bool uniform = t && quip::kernels::can_quantize(*t);
-      if (!uniform && value != "q4_k_m") {
+      if (t && quip::kernels::can_quantize(*t)) {
+        weights = {*t, std::nullopt};
+      } else if (mix == quip::gguf::FileMix::Q4_K_M || mix == quip::gguf::FileMix::Q5_K_M) {
+        weights = {GgmlType::F32, mix};
+      } else {
         std::fprintf(stderr,
                      "quip-synth: type '%s' is not one of f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, "
-                     "q5_1, iq4_nl, q2_k, q3_k, q4_k, q5_k, q6_k, iq4_xs, q4_k_m\n",
+                     "q5_1, iq4_nl, q2_k, q3_k, q4_k, q5_k, q6_k, iq4_xs, q4_k_m, q5_k_m\n",
                      argv[i + 1]);
         return 2;
       }
-      weights = uniform ? WeightTypes{*t, false} : WeightTypes{GgmlType::F32, true};
+    } else if (flag == "--mix") {
+      const std::optional<quip::gguf::FileMix> mix = quip::gguf::file_mix_from_name(value);
+      if (!mix) {
+        std::fprintf(stderr, "quip-synth: mix '%s' is not one of q4_k_m, q5_k_m, q6_k, iq4_xs\n",
+                     argv[i + 1]);
+        return 2;
+      }
+      weights = {GgmlType::F32, mix};
     } else if (flag == "--seed") {
       char* end = nullptr;
       seed = std::strtoull(argv[i + 1], &end, 10);

@@ -12,6 +12,7 @@
 #include "cli/report.h"
 #include "cli/usage.h"
 #include "engine/forward.h"
+#include "kernels/limits.h"
 #include "kernels/thread_pool.h"
 #include "session/loaded_model.h"
 
@@ -114,6 +115,27 @@ int bench_main(const std::vector<std::string>& args, std::ostream& out, std::ost
     for (int r = 0; r < reps; ++r) tests.back().rates.push_back(run_tg(n_gen));
   }
 
+  // Generation reads every weight once per token: its rate in bytes/s,
+  // next to what the machine streams on the same threads (measured now,
+  // after the tests, so that it shares their conditions).
+  const double weight_bytes = static_cast<double>(loaded->model.weight_bytes_per_token());
+  // A prompt batch is compute bound: its matrix products per second next to
+  // the machine's int8 multiply-add peak (for integer-quantized weights).
+  const engine::Model::MatrixWork work = loaded->model.matrix_work_per_token();
+  const uint64_t all_products = work.layer_products + work.output_products;
+  const bool int8_weights = work.quantized_products * 2 > all_products;
+  // Per token of a batch of n_prompt: every layer's, and the output once.
+  const double batch_products = static_cast<double>(work.layer_products) +
+                                static_cast<double>(work.output_products) / std::max(n_prompt, 1);
+  double stream_bytes_per_s = 0, int8_peak = 0;
+  {
+    kernels::ThreadPool pool(threads);
+    if (n_gen > 0) {
+      stream_bytes_per_s = kernels::read_bandwidth(pool, kernels::bandwidth_buffer_bytes(), 5);
+    }
+    if (n_prompt > 0 && int8_weights) int8_peak = kernels::int8_peak(*isa, pool, 3);
+  }
+
   // A file name is anyone's bytes: printable (and valid UTF-8 for the JSON).
   const std::string name = printable(std::filesystem::path(model_path).filename().string(), 200);
   uint64_t params = 0, bytes = 0;
@@ -125,15 +147,22 @@ int bench_main(const std::vector<std::string>& args, std::ostream& out, std::ost
     nlohmann::json j = nlohmann::json::array();
     for (const Test& t : tests) {
       const Stats s = stats(t.rates);
-      j.push_back({{"model", name},
-                   {"size_bytes", bytes},
-                   {"params", params},
-                   {"kernels", std::string(kernels::isa_name(*isa))},
-                   {"threads", threads},
-                   {"test", t.name},
-                   {"tokens_per_s", s.mean},
-                   {"stddev", s.stddev},
-                   {"samples", t.rates}});
+      nlohmann::json r = {
+          {"model", name},          {"size_bytes", bytes},
+          {"params", params},       {"kernels", std::string(kernels::isa_name(*isa))},
+          {"threads", threads},     {"test", t.name},
+          {"tokens_per_s", s.mean}, {"stddev", s.stddev},
+          {"samples", t.rates}};
+      if (t.name.starts_with("tg")) {
+        r["weight_bytes_per_token"] = static_cast<uint64_t>(weight_bytes);
+        r["weights_gb_per_s"] = weight_bytes * s.mean / 1e9;
+        r["stream_gb_per_s"] = stream_bytes_per_s / 1e9;
+      } else {
+        r["matrix_products_per_token"] = batch_products;
+        r["products_g_per_s"] = batch_products * s.mean / 1e9;
+        if (int8_peak > 0) r["int8_peak_g_per_s"] = int8_peak / 1e9;
+      }
+      j.push_back(std::move(r));
     }
     out << j.dump(2) << '\n';
     return kExitOk;
@@ -154,6 +183,31 @@ int bench_main(const std::vector<std::string>& args, std::ostream& out, std::ost
     std::snprintf(line, sizeof line, "| %-28s | %10s | %8s | %7s | %7d | %6s | %18s |\n",
                   name.substr(0, 28).c_str(), size, par,
                   std::string(kernels::isa_name(*isa)).c_str(), threads, t.name.c_str(), rate);
+    out << line;
+  }
+  for (const Test& t : tests) {
+    if (!t.name.starts_with("pp")) continue;
+    const double g_per_s = batch_products * stats(t.rates).mean / 1e9;
+    std::snprintf(line, sizeof line,
+                  "%s: %.2f G multiply-adds of matrix products per token, %.1f G/s", t.name.c_str(),
+                  batch_products / 1e9, g_per_s);
+    out << line;
+    if (int8_peak > 0) {
+      std::snprintf(line, sizeof line,
+                    "; this machine's int8 peak is %.1f G/s on %d threads (%.0f%%)",
+                    int8_peak / 1e9, threads, 100 * g_per_s / (int8_peak / 1e9));
+      out << line;
+    }
+    out << '\n';
+  }
+  for (const Test& t : tests) {
+    if (!t.name.starts_with("tg")) continue;
+    const double gb_per_s = weight_bytes * stats(t.rates).mean / 1e9;
+    std::snprintf(line, sizeof line,
+                  "%s: %.1f MiB of weights per token, read at %.1f GB/s; this machine streams "
+                  "%.1f GB/s on %d threads (%.0f%%)\n",
+                  t.name.c_str(), weight_bytes / (1 << 20), gb_per_s, stream_bytes_per_s / 1e9,
+                  threads, 100 * gb_per_s / (stream_bytes_per_s / 1e9));
     out << line;
   }
   return kExitOk;

@@ -139,4 +139,35 @@ Result<Model> Model::bind(const gguf::GgufFile& f) {
   return m;
 }
 
+Model::MatrixWork Model::matrix_work_per_token() const {
+  MatrixWork work;
+  const auto add = [&](const Weight& w, uint64_t& products) {
+    if (!w || w.n_out <= 1) return;
+    products += w.n_in * w.n_out;
+    if (w.tensor->type.block_size >= 32) work.quantized_products += w.n_in * w.n_out;
+  };
+  add(output_, work.output_products);
+  for (const Layer& l : layers_) {
+    for (const Weight* w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) {
+      add(*w, work.layer_products);
+    }
+  }
+  return work;
+}
+
+uint64_t Model::weight_bytes_per_token() const {
+  const auto bytes = [](const Weight& w) { return w ? w.tensor->n_bytes : 0; };
+  uint64_t total = bytes(output_norm_) + bytes(output_) + bytes(rope_freqs_);
+  if (output_.tensor != token_embd_.tensor && token_embd_.n_out > 0) {
+    total += bytes(token_embd_) / token_embd_.n_out;
+  }
+  for (const Layer& l : layers_) {
+    for (const Weight* w : {&l.attn_norm, &l.wq, &l.wk, &l.wv, &l.wo, &l.bq, &l.bk, &l.bv,
+                            &l.q_norm, &l.k_norm, &l.ffn_norm, &l.w_gate, &l.w_up, &l.w_down}) {
+      total += bytes(*w);
+    }
+  }
+  return total;
+}
+
 }  // namespace quip::engine

@@ -62,6 +62,20 @@ class Model {
   const Weight& rope_freqs() const { return rope_freqs_; }  // absent unless Llama 3.x
   const std::vector<Layer>& layers() const { return layers_; }
 
+  // The bytes of weights one token's step reads: every layer's weights,
+  // the output norm and the output (of the embedding table, one row).
+  uint64_t weight_bytes_per_token() const;
+
+  // The multiply-adds of one token's matrix products, one per matrix
+  // element (attention's own products not counted): the layers', the
+  // output's (which a prompt batch computes for its last token only), and
+  // how many of all have integer-quantized weights (of blocks of 32 or
+  // more).
+  struct MatrixWork {
+    uint64_t layer_products = 0, output_products = 0, quantized_products = 0;
+  };
+  MatrixWork matrix_work_per_token() const;
+
  private:
   const ArchSpec* arch_ = nullptr;
   Hparams hp_;

@@ -1,5 +1,8 @@
 #include "gguf/quant_mix.h"
 
+#include <cctype>
+#include <string>
+
 namespace quip::gguf {
 
 namespace {
@@ -32,19 +35,48 @@ bool use_more_bits(uint32_t layer, uint32_t n_layer) {
   return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2;
 }
 
-GgmlType q4_k_m_type(const MixTensor& t, uint32_t n_layer, bool has_output) {
+std::optional<FileMix> file_mix_from_name(std::string_view name) {
+  std::string lower(name);
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const auto is = [&](std::string_view want) { return lower == want; };
+  if (is("q4_k_m")) return FileMix::Q4_K_M;
+  if (is("q5_k_m")) return FileMix::Q5_K_M;
+  if (is("q6_k")) return FileMix::Q6_K;
+  if (is("iq4_xs")) return FileMix::IQ4_XS;
+  return std::nullopt;
+}
+
+GgmlType mix_type(FileMix mix, const MixTensor& t, const MixModel& model) {
   // tensor_allows_quantization: two or more dimensions, a name ending in
   // "weight", not a norm.
   if (t.n_dims < 2 || !t.name.ends_with("weight") || has(t.name, "_norm.weight")) {
     return GgmlType::F32;
   }
-  GgmlType type = GgmlType::Q4_K;
-  if (t.name == "output.weight" || (!has_output && t.name == "token_embd.weight")) {
-    type = GgmlType::Q6_K;  // llama.cpp picks Q8_0 itself when n_in % 256 != 0: the same
-  } else if (has(t.name, "attn_v.weight") || has(t.name, "ffn_down")) {
-    if (use_more_bits(t.layer, n_layer)) type = GgmlType::Q6_K;
+  if (t.name == "output.weight" || (!model.has_output && t.name == "token_embd.weight")) {
+    // The output's own rule: Q8_0, not the usual fallback, for short rows.
+    return t.n_in % 256 == 0 ? GgmlType::Q6_K : fallback_type(GgmlType::Q8_0, t.n_in);
+  }
+  const bool attn_v = has(t.name, "attn_v.weight"), ffn_down = has(t.name, "ffn_down");
+  GgmlType type = GgmlType::F32;
+  switch (mix) {
+    case FileMix::Q4_K_M:
+    case FileMix::Q5_K_M:
+      type = (attn_v || ffn_down) && use_more_bits(t.layer, model.n_layer) ? GgmlType::Q6_K
+             : mix == FileMix::Q4_K_M                                      ? GgmlType::Q4_K
+                                                                           : GgmlType::Q5_K;
+      break;
+    case FileMix::Q6_K: type = GgmlType::Q6_K; break;
+    case FileMix::IQ4_XS:
+      type = (attn_v && model.n_gqa >= 4) || (ffn_down && t.layer < model.n_layer / 8)
+                 ? GgmlType::Q5_K
+                 : GgmlType::IQ4_XS;
+      break;
   }
   return fallback_type(type, t.n_in);
+}
+
+GgmlType q4_k_m_type(const MixTensor& t, uint32_t n_layer, bool has_output) {
+  return mix_type(FileMix::Q4_K_M, t, {n_layer, has_output});
 }
 
 }  // namespace quip::gguf

@@ -5,14 +5,27 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string_view>
 
 #include "gguf/types.h"
 
 namespace quip::gguf {
 
+// The file types whose mix quip-synth writes, with llama.cpp's
+// general.file_type (llama_ftype) as their values.
+enum class FileMix : uint32_t {
+  Q4_K_M = 15,
+  Q5_K_M = 17,
+  Q6_K = 18,
+  IQ4_XS = 30,
+};
+
+// "q4_k_m", "q5_k_m", "q6_k", "iq4_xs" (llama-quantize's names, any case).
+std::optional<FileMix> file_mix_from_name(std::string_view name);
+
 // general.file_type of a Q4_K_M file (LLAMA_FTYPE_MOSTLY_Q4_K_M).
-inline constexpr uint32_t kFileTypeQ4_K_M = 15;
+inline constexpr uint32_t kFileTypeQ4_K_M = static_cast<uint32_t>(FileMix::Q4_K_M);
 
 // A tensor as llama.cpp's type choice sees it.
 struct MixTensor {
@@ -22,19 +35,31 @@ struct MixTensor {
   uint64_t n_in;          // row length: the first dimension
 };
 
-// The type of `t` in a Q4_K_M file of a model with n_layer blocks, where
-// has_output says whether the model has its own output.weight (false: the
-// output is tied to token_embd.weight). As llama.cpp without an importance
-// matrix or overrides, for models with separate Q, K, V projections and no
-// experts (llama, qwen2, qwen3; llama.cpp has further rules for Falcon, 70B
-// models, fused QKV and experts):
+// What of the model the choice depends on.
+struct MixModel {
+  uint32_t n_layer;
+  bool has_output;     // false: the output is tied to token_embd.weight
+  uint32_t n_gqa = 1;  // query heads per key/value head
+};
+
+// The type of `t` in a file of type `mix`. As llama.cpp without an
+// importance matrix or overrides, for models with separate Q, K, V
+// projections and no experts (llama, qwen2, qwen3; llama.cpp has further
+// rules for Falcon, 70B models, fused QKV and experts):
 //   output.weight, or token_embd.weight when tied: Q6_K
-//   attn_v.weight and ffn_down: Q6_K in the layers use_more_bits picks, else Q4_K
-//   every other weight of two or more dimensions: Q4_K
-// then, where n_in is not a multiple of 256, Q4_K becomes Q5_0 and Q6_K
-// Q8_0 (F16 where n_in is not a multiple of 32 either). Tensors llama.cpp
-// does not quantize (one dimension, norms, names not ending in "weight")
-// keep their type, which is F32 in the files quip-synth writes: F32 here.
+//   Q4_K_M, Q5_K_M: Q4_K, Q5_K, except attn_v.weight and ffn_down in the
+//     layers use_more_bits picks: Q6_K
+//   Q6_K: Q6_K
+//   IQ4_XS: IQ4_XS, except attn_v.weight where n_gqa >= 4 and ffn_down in
+//     the first eighth of the layers: Q5_K
+// then the fallback (fallback_type) where a row is not whole blocks; the
+// output falls to Q8_0 where its rows are not whole blocks of 256. Tensors
+// llama.cpp does not quantize (one dimension, norms, names not ending in
+// "weight") keep their type, which is F32 in the files quip-synth writes:
+// F32 here.
+GgmlType mix_type(FileMix mix, const MixTensor& t, const MixModel& model);
+
+// mix_type(FileMix::Q4_K_M, t, {n_layer, has_output}).
 GgmlType q4_k_m_type(const MixTensor& t, uint32_t n_layer, bool has_output);
 
 // llama.cpp's tensor_type_fallback: the type llama.cpp's quantizer writes

@@ -2,3 +2,4 @@
 // instruction sets enabled.
 #define QUIP_X86_NAMESPACE avx2
 #include "kernels/dot_x86.inc"
+#include "kernels/limits_x86.inc"

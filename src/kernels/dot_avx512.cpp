@@ -3,3 +3,4 @@
 // tiles; CMake compiles this file alone with AVX-512 F, BW, VL, DQ and VNNI.
 #define QUIP_X86_NAMESPACE avx512
 #include "kernels/dot_x86.inc"
+#include "kernels/limits_x86.inc"

@@ -10,12 +10,22 @@
 namespace quip::kernels {
 namespace avx2 {
 DotFn dot_function(gguf::GgmlType weight, Order order);
+// limits_x86.inc: `rounds` rounds of int8_madds_per_round() multiply-adds
+// of bytes, 3 times -5 each, summed in 32-bit lanes; returns the sum of the
+// lanes modulo 2^32 (so that none can be skipped).
+uint64_t int8_madds_per_round();
+uint64_t int8_madd_rounds(uint64_t rounds);
 AttendFn attend_function(size_t head_dim);
 AttendTilesFn attend_tiles_function();
 SwigluFn swiglu_function();
 }  // namespace avx2
 namespace avx512 {
 DotFn dot_function(gguf::GgmlType weight, Order order);
+// limits_x86.inc: `rounds` rounds of int8_madds_per_round() multiply-adds
+// of bytes, 3 times -5 each, summed in 32-bit lanes; returns the sum of the
+// lanes modulo 2^32 (so that none can be skipped).
+uint64_t int8_madds_per_round();
+uint64_t int8_madd_rounds(uint64_t rounds);
 AttendFn attend_function(size_t head_dim);
 AttendTilesFn attend_tiles_function();
 SwigluFn swiglu_function();

@@ -108,13 +108,15 @@ TEST(Synth, TinyQ4_K_MHasLlamaCppsTypesPerTensor) {
 
 // Every type quip runs is accepted (with llama.cpp's fallback where its
 // blocks do not fit a row); types quip cannot run, operand-only types and
-// mixes other than q4_k_m are refused.
+// mixes other than q4_k_m, q5_k_m, q6_k and iq4_xs are refused.
 TEST(Synth, RefusesTypesOutsideTheDocumentedSet) {
-  for (const char* type : {"q4_k_s", "iq2_xs", "q8_k", "q8_1", "mxfp4", "nonsense"}) {
+  for (const char* type :
+       {"--type q4_k_s", "--type iq2_xs", "--type q8_k", "--type q8_1", "--type mxfp4",
+        "--type nonsense", "--mix q4_0", "--mix q8_0", "--mix q4_k_s", "--mix nonsense"}) {
     const fs::path out =
         fs::temp_directory_path() / ("quip-synth-refused-" + std::to_string(::getpid()));
-    const std::string cmd = std::string(QUIP_SYNTH_BINARY) + " tiny " + out.string() + " --type " +
-                            type + " 2>/dev/null";
+    const std::string cmd =
+        std::string(QUIP_SYNTH_BINARY) + " tiny " + out.string() + " " + type + " 2>/dev/null";
     const int status = std::system(cmd.c_str());
     ASSERT_TRUE(WIFEXITED(status)) << cmd;
     EXPECT_EQ(WEXITSTATUS(status), 2) << cmd;
@@ -127,11 +129,68 @@ TEST(Synth, RealShapesHaveTheirParameterCounts) {
   const fs::path path = synth("qwen2.5-0.5b", "q4_0");
   auto f = gguf::GgufFile::open(path.string());
   ASSERT_TRUE(f.ok()) << f.error().message;
-  uint64_t n = 0;
-  for (const gguf::TensorInfo& t : f->tensors()) n += t.n_elements;
+  uint64_t n = 0, bytes = 0;
+  for (const gguf::TensorInfo& t : f->tensors()) {
+    n += t.n_elements;
+    bytes += t.n_bytes;
+  }
   EXPECT_EQ(n, 494032768u);
-  EXPECT_TRUE(Model::bind(*f).ok());
+  auto m = Model::bind(*f);
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  // Tied: the embedding table is the output, read whole for every token.
+  EXPECT_EQ(m->weight_bytes_per_token(), bytes);
   fs::remove(path);
+}
+
+// Untied (tiny has its own output): a token reads one row of the embedding
+// table and every other tensor whole.
+TEST(Synth, AStepReadsOneRowOfAnUntiedEmbedding) {
+  const fs::path path = synth("tiny", "q8_0");
+  auto f = gguf::GgufFile::open(path.string());
+  ASSERT_TRUE(f.ok()) << f.error().message;
+  uint64_t bytes = 0;
+  for (const gguf::TensorInfo& t : f->tensors()) {
+    bytes += t.name == "token_embd.weight" ? t.n_bytes / t.shape[1] : t.n_bytes;
+  }
+  auto m = Model::bind(*f);
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  EXPECT_EQ(m->weight_bytes_per_token(), bytes);
+  // One multiply-add per element of every matrix a token multiplies by.
+  uint64_t layer_products = 0, output_products = 0;
+  for (const gguf::TensorInfo& t : f->tensors()) {
+    if (t.n_dims < 2 || t.name == "token_embd.weight") continue;
+    (t.name == "output.weight" ? output_products : layer_products) += t.n_elements;
+  }
+  const Model::MatrixWork work = m->matrix_work_per_token();
+  EXPECT_EQ(work.layer_products, layer_products);
+  EXPECT_EQ(work.output_products, output_products);
+  EXPECT_EQ(work.quantized_products, layer_products + output_products);  // all Q8_0
+  fs::remove(path);
+}
+
+// --mix gives llama.cpp's mix of the file type (gguf/quant_mix_test.cpp
+// holds it to llama-quantize's choices), and general.file_type says which.
+TEST(Synth, MixesNameTheirFileType) {
+  const struct {
+    const char* args;
+    uint32_t file_type;
+  } cases[] = {
+      {"--mix q4_k_m", 15}, {"--type q5_k_m", 17}, {"--mix q6_k", 18}, {"--mix iq4_xs", 30}};
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.args);
+    const fs::path out =
+        fs::temp_directory_path() / ("quip-synth-mix-" + std::to_string(::getpid()) + ".gguf");
+    const std::string cmd = std::string(QUIP_SYNTH_BINARY) + " tiny " + out.string() + " " + c.args;
+    ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+    auto f = gguf::GgufFile::open(out.string());
+    ASSERT_TRUE(f.ok()) << f.error().message;
+    auto file_type = f->get<uint32_t>("general.file_type");
+    ASSERT_TRUE(file_type.ok()) << file_type.error().message;
+    EXPECT_EQ(*file_type, c.file_type);
+    auto m = Model::bind(*f);
+    EXPECT_TRUE(m.ok()) << m.error().message;
+    fs::remove(out);
+  }
 }
 
 }  // namespace

@@ -6,7 +6,10 @@
 #include <gtest/gtest.h>
 
 #include <charconv>
+#include <filesystem>
+#include <fstream>
 #include <set>
+#include <sstream>
 #include <string>
 
 #include "gguf/keys.h"
@@ -140,6 +143,58 @@ TEST(QuantMixSharedModels, MatchesLlamaCppQ4_K_MFiles) {
     }
     EXPECT_GT(k_quants, 10u);
   }
+}
+
+// What llama-quantize (build 9749, without --pure) wrote for each tensor of
+// quip-synth's F16 files of two real shapes (tests/data/quant_mix/, with
+// how they were made): Qwen2.5-0.5B, whose rows of 896 fall back, and Llama
+// 3.2 1B, whose rows are whole super-blocks, in every file type quip-synth
+// mixes.
+TEST(QuantMix, EveryMixIsLlamaQuantizesOnRealShapes) {
+  const struct {
+    const char* shape;
+    MixModel model;
+  } shapes[] = {{"qwen2.5-0.5b", {24, false, 7}}, {"llama-3.2-1b", {16, false, 4}}};
+  const struct {
+    const char* name;
+    FileMix mix;
+  } mixes[] = {{"Q4_K_M", FileMix::Q4_K_M},
+               {"Q5_K_M", FileMix::Q5_K_M},
+               {"Q6_K", FileMix::Q6_K},
+               {"IQ4_XS", FileMix::IQ4_XS}};
+  for (const auto& shape : shapes) {
+    for (const auto& mix : mixes) {
+      const std::string file = std::string(shape.shape) + "-" + mix.name + ".txt";
+      SCOPED_TRACE(file);
+      std::istringstream lines(
+          testing::read_file(std::filesystem::path(QUIP_TEST_DATA_DIR) / "quant_mix" / file));
+      size_t tensors = 0;
+      for (std::string line; std::getline(lines, line);) {
+        if (line.empty() || line[0] == '#') continue;
+        std::istringstream fields(line);
+        std::string name, type;
+        uint64_t n_in = 0;
+        uint32_t n_dims = 0;
+        ASSERT_TRUE(fields >> name >> n_in >> n_dims >> type) << line;
+        EXPECT_EQ(traits(mix_type(mix.mix, {name, layer_of(name), n_dims, n_in}, shape.model)).name,
+                  type)
+            << name;
+        ++tensors;
+      }
+      EXPECT_GT(tensors, 100u);
+      EXPECT_EQ(file_mix_from_name(mix.name), mix.mix);
+    }
+  }
+}
+
+TEST(QuantMix, FileMixNamesAreLlamaQuantizes) {
+  EXPECT_EQ(file_mix_from_name("q4_k_m"), FileMix::Q4_K_M);
+  EXPECT_EQ(file_mix_from_name("Q5_K_M"), FileMix::Q5_K_M);
+  EXPECT_EQ(file_mix_from_name("iq4_xs"), FileMix::IQ4_XS);
+  EXPECT_EQ(static_cast<uint32_t>(FileMix::Q6_K), 18u);  // LLAMA_FTYPE_MOSTLY_Q6_K
+  EXPECT_FALSE(file_mix_from_name("q4_k_s"));
+  EXPECT_FALSE(file_mix_from_name("q4_k_m "));
+  EXPECT_FALSE(file_mix_from_name(""));
 }
 
 }  // namespace
