@@ -4,8 +4,9 @@
 # llama-quantize --pure; the shape's widths are multiples of 256, so no
 # K-quant row falls back to another type), then for each file `quip bench`
 # and the given llama-bench, interleaved (quip, llama.cpp, quip, ... per
-# type), same threads. Prints one markdown table: pp and tg of both, and
-# quip / llama.cpp, the medians of ROUNDS rounds.
+# type), same threads, by scripts/compare_llama_cpp.sh, which prints the
+# table: pp and tg of both, and quip / llama.cpp, the medians of ROUNDS
+# rounds.
 #   scripts/bench_types.sh LLAMA_BENCH [MODEL.gguf...]
 # MODEL.gguf: further files to compare (e.g. a downloaded model), one row each.
 # Environment: TYPES (default: every type quip runs), SHAPE (llama-3.2-1b),
@@ -39,43 +40,5 @@ for t in $types; do
 done
 for m in "$@"; do files+=("$(basename "$m" .gguf)=$m"); done
 
-results=$(mktemp)
-trap 'rm -f "$results"' EXIT
-for round in $(seq 1 "$rounds"); do
-  for entry in "${files[@]}"; do
-    label=${entry%%=*} file=${entry#*=}
-    echo "round $round: $label" >&2
-    "$build/quip" bench -m "$file" -p "$prompt" -n "$gen" -t "$threads" -r "$reps" --json |
-      python3 -c 'import json,sys
-for r in json.load(sys.stdin): print(sys.argv[1], "quip", r["test"][:2], r["tokens_per_s"])' "$label" >>"$results"
-    "$llama_bench" -m "$file" -p "$prompt" -n "$gen" -t "$threads" -fa 1 -r "$reps" -o json 2>/dev/null |
-      python3 -c 'import json,sys
-for r in json.load(sys.stdin):
-    print(sys.argv[1], "llama", "pp" if r["n_gen"] == 0 else "tg", r["avg_ts"])' "$label" >>"$results"
-  done
-done
-
-python3 - "$results" "$prompt" "$gen" "$threads" "$rounds" <<'EOF'
-import collections, statistics, sys
-path, prompt, gen, threads, rounds = sys.argv[1:]
-runs = collections.defaultdict(list)
-order = []
-for line in open(path):
-    label, engine, test, tps = line.split()
-    if label not in order:
-        order.append(label)
-    runs[label, engine, test].append(float(tps))
-def med(label, engine, test):
-    v = runs.get((label, engine, test))
-    return statistics.median(v) if v else float("nan")
-print(f"| type | pp{prompt} quip / llama.cpp | ratio | tg{gen} quip / llama.cpp | ratio |")
-print("|---|---|---|---|---|")
-for label in order:
-    cells = [label]
-    for test in ("pp", "tg"):
-        q, l = med(label, "quip", test), med(label, "llama", test)
-        cells += [f"{q:.1f} / {l:.1f}" if test == "pp" else f"{q:.2f} / {l:.2f}", f"{q / l:.2f}"]
-    print("| " + " | ".join(cells) + " |")
-print(f"\n({threads} threads, medians of {rounds} interleaved round(s); "
-      f"quip bench -p {prompt} -n {gen}, llama-bench -fa 1 -p {prompt} -n {gen})")
-EOF
+PROMPT=$prompt GEN=$gen THREADS=$threads REPS=$reps ROUNDS=$rounds BUILD=$build \
+  exec scripts/compare_llama_cpp.sh "$llama_bench" "${files[@]}"
