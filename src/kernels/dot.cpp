@@ -406,20 +406,31 @@ size_t row_bytes(GgmlType type, size_t n) {
 }
 
 void to_operand(GgmlType operand, const float* x, void* dst, size_t n) {
+  operand_function(operand, Isa::Reference)(x, dst, n);
+}
+
+OperandFn operand_function(GgmlType operand, Isa isa) {
+  OperandFn fast = nullptr;
+  if (isa == Isa::Avx2) fast = avx2::operand_function(operand);
+  if (isa == Isa::Avx512) fast = avx512::operand_function(operand);
+  if (fast != nullptr) return fast;
   switch (operand) {
-    case GgmlType::F32: std::memcpy(dst, x, n * sizeof(float)); return;
+    case GgmlType::F32:
+      return [](const float* x, void* dst, size_t n) { std::memcpy(dst, x, n * sizeof(float)); };
     case GgmlType::F16:
-      for (size_t i = 0; i < n; ++i) {
-        const uint16_t h = f32_to_f16(x[i]);
-        std::memcpy(static_cast<char*>(dst) + 2 * i, &h, 2);
-      }
-      return;
-    case GgmlType::BF16: to_bf16(x, dst, n); return;
-    case GgmlType::Q8_0: to_q8_32<BlockQ8_0>(x, dst, n); return;
-    case GgmlType::Q8_1: to_q8_32<BlockQ8_1>(x, dst, n); return;
-    case GgmlType::Q8_K: to_q8_k(x, dst, n); return;
+      return [](const float* x, void* dst, size_t n) {
+        for (size_t i = 0; i < n; ++i) {
+          const uint16_t h = f32_to_f16(x[i]);
+          std::memcpy(static_cast<char*>(dst) + 2 * i, &h, 2);
+        }
+      };
+    case GgmlType::BF16: return to_bf16;
+    case GgmlType::Q8_0: return to_q8_32<BlockQ8_0>;
+    case GgmlType::Q8_1: return to_q8_32<BlockQ8_1>;
+    case GgmlType::Q8_K: return to_q8_k;
     default: CHECK(false && "not an operand type");
   }
+  return nullptr;
 }
 
 namespace {

@@ -55,6 +55,11 @@ size_t row_bytes(gguf::GgmlType type, size_t n);
 // row_bytes(operand, n) bytes.
 void to_operand(gguf::GgmlType operand, const float* x, void* dst, size_t n);
 
+// to_operand for one operand format on `isa`: the same bytes, with SIMD
+// where that instruction set has it (Q8_K).
+using OperandFn = void (*)(const float* x, void* dst, size_t n);
+OperandFn operand_function(gguf::GgmlType operand, Isa isa);
+
 // out[c * out_stride + r] = dot(w + r * w_stride, a + c * a_stride) for
 // r in [0, nrows), c in [0, ncols): a tile of weight rows of n values
 // against ncols operand rows. Tiles let a kernel decode each weight block

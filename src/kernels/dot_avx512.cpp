@@ -4,3 +4,4 @@
 #define QUIP_X86_NAMESPACE avx512
 #include "kernels/dot_x86.inc"
 #include "kernels/limits_x86.inc"
+#include "kernels/operand_x86.inc"

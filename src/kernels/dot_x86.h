@@ -10,6 +10,7 @@
 namespace quip::kernels {
 namespace avx2 {
 DotFn dot_function(gguf::GgmlType weight, Order order);
+OperandFn operand_function(gguf::GgmlType operand);  // operand_x86.inc
 // limits_x86.inc: `rounds` rounds of int8_madds_per_round() multiply-adds
 // of bytes, 3 times -5 each, summed in 32-bit lanes; returns the sum of the
 // lanes modulo 2^32 (so that none can be skipped).
@@ -21,6 +22,7 @@ SwigluFn swiglu_function();
 }  // namespace avx2
 namespace avx512 {
 DotFn dot_function(gguf::GgmlType weight, Order order);
+OperandFn operand_function(gguf::GgmlType operand);  // operand_x86.inc
 // limits_x86.inc: `rounds` rounds of int8_madds_per_round() multiply-adds
 // of bytes, 3 times -5 each, summed in 32-bit lanes; returns the sum of the
 // lanes modulo 2^32 (so that none can be skipped).
