@@ -16,6 +16,49 @@ constexpr ArchSpec kArchs[] = {
     {"qwen3", RopeStyle::NeoX, false, true},
 };
 
+// Keys that llama.cpp reads for every architecture and that change the
+// computation in ways quip does not implement yet: a file that sets them is
+// refused, naming the key and value, never computed as if they were absent.
+//   - RoPE scaling: llama.cpp scales every rotation by 1 / factor
+//     (rope.scaling.factor, or the older rope.scale_linear) whatever the
+//     type, applies YaRN's ramp and magnitude for type yarn, LongRoPE's
+//     factors for longrope, and multiplies by attn_factor.
+//   - Value heads of another size than the key heads.
+Result<void> refuse_what_is_not_computed(const gguf::GgufFile& f, std::string_view arch,
+                                         const std::string& prefix, const Hparams& hp) {
+  const auto key = [&](std::string_view suffix) { return gguf::keys::arch_key(arch, suffix); };
+  auto type = f.get_optional<std::string_view>(key("rope.scaling.type"));
+  if (!type) return type.error();
+  const std::string_view kind = type->value_or("linear");
+  if (kind != "linear" && kind != "none") {
+    return Error{prefix + "RoPE scaling '" + printable(kind) + "' (" + key("rope.scaling.type") +
+                 ") is not supported yet"};
+  }
+  for (const char* suffix : {"rope.scaling.factor", "rope.scale_linear"}) {
+    auto factor = f.get_optional<float>(key(suffix));
+    if (!factor) return factor.error();
+    if (factor->has_value() && **factor != 0.0f && **factor != 1.0f) {
+      return Error{prefix + "RoPE scaling by a factor of " + std::to_string(**factor) + " (" +
+                   key(suffix) + ") is not supported yet"};
+    }
+    if (factor->has_value()) break;  // llama.cpp reads the older key only without the newer
+  }
+  auto attn_factor = f.get_optional<float>(key("rope.scaling.attn_factor"));
+  if (!attn_factor) return attn_factor.error();
+  if (attn_factor->has_value() && **attn_factor != 1.0f) {
+    return Error{prefix + "a RoPE attention factor of " + std::to_string(**attn_factor) + " (" +
+                 key("rope.scaling.attn_factor") + ") is not supported yet"};
+  }
+  auto value_length = f.get_optional<uint32_t>(key("attention.value_length"));
+  if (!value_length) return value_length.error();
+  if (value_length->has_value() && **value_length != hp.head_dim) {
+    return Error{prefix + "value heads of " + std::to_string(**value_length) + " (" +
+                 key("attention.value_length") + ") differ from key heads of " +
+                 std::to_string(hp.head_dim) + ": not supported yet"};
+  }
+  return {};
+}
+
 }  // namespace
 
 const ArchSpec* find_arch(std::string_view arch) {
@@ -73,6 +116,7 @@ Result<Model> Model::bind(const gguf::GgufFile& f) {
   } else if (v->has_value()) {
     hp.rope_base = **v;
   }
+  if (auto r = refuse_what_is_not_computed(f, *arch, prefix, hp); !r) return r.error();
   if (auto v = f.get_optional<float>(key("attention.layer_norm_rms_epsilon")); !v) {
     return v.error();
   } else if (v->has_value()) {
