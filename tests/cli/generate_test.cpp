@@ -134,13 +134,13 @@ TEST(GenerateCli, ZeroTokensPrintsNothing) {
 TEST(GenerateCli, BadInputGetsOneLineAndItsStatus) {
   QUIP_REQUIRE_SHARED();
   const std::string m = model_path();
-  expect_failure({"--raw", "hello"}, kExitUsage);                            // no model
-  expect_failure({"--raw", "-m", m}, kExitUsage);                            // no prompt
-  expect_failure({"--raw", "-m", m, "--tokens", "1 x 3"}, kExitUsage);       // not an id
-  expect_failure({"--raw", "-m", m, "--tokens", "99999999"}, kExitUsage);    // out of range
-  expect_failure({"--raw", "-m", m, "--temp", "-1", "hi"}, kExitUsage);      // bad sampler
-  expect_failure({"--raw", "-m", m, "--top-p", "1.5", "hi"}, kExitUsage);    // bad sampler
-  expect_failure({"--raw", "-m", m, "-t", "0", "hi"}, kExitUsage);           // bad threads
+  expect_failure({"--raw", "hello"}, kExitUsage);                                    // no model
+  expect_failure({"--raw", "-m", m}, kExitUsage);                                    // no prompt
+  expect_failure({"--raw", "-m", m, "--tokens", "1 x 3"}, kExitUsage);               // not an id
+  expect_failure({"--raw", "-m", m, "--tokens", "99999999"}, kExitUsage);            // out of range
+  expect_failure({"--raw", "-m", m, "--temp", "-1", "hi"}, kExitUsage);              // bad sampler
+  expect_failure({"--raw", "-m", m, "--top-p", "1.5", "hi"}, kExitUsage);            // bad sampler
+  expect_failure({"--raw", "-m", m, "-t", "0", "hi"}, kExitUsage);                   // bad threads
   expect_failure({"--raw", "-m", m, "--ctx-size", "3", "a b c d e f"}, kExitUsage);  // no room
   expect_failure({"--raw", "-m", "/nonexistent.gguf", "hi"}, kExitBadData);
   const testing::RunResult r = expect_failure({"--raw", "-m", m, "--tokens", "1 x"}, kExitUsage);
@@ -149,8 +149,8 @@ TEST(GenerateCli, BadInputGetsOneLineAndItsStatus) {
 
 TEST(GenerateCli, StopsAtTheContextEnd) {
   QUIP_REQUIRE_SHARED();
-  const nlohmann::json j =
-      run_json({"--raw", "-m", model_path(), "--ctx-size", "10", "--ignore-eos", "Once upon a time"});
+  const nlohmann::json j = run_json(
+      {"--raw", "-m", model_path(), "--ctx-size", "10", "--ignore-eos", "Once upon a time"});
   EXPECT_EQ(j.at("stop"), "context");
   EXPECT_EQ(j.at("prompt_tokens").size() + j.at("tokens").size(), 10u);
 }
@@ -159,8 +159,9 @@ TEST(GenerateCli, StopsAtTheContextEnd) {
 // status 130.
 TEST(GenerateCli, InterruptPrintsWhatWasGeneratedAndExits130) {
   QUIP_REQUIRE_SHARED();
-  const std::vector<std::string> args = {"--raw",  "-m", model_path(), "--ignore-eos",    "--ctx-size",
-                                         "100000", "-t", "1",          "Once upon a time"};
+  const std::vector<std::string> args = {"--raw",        "-m",         model_path(),
+                                         "--ignore-eos", "--ctx-size", "100000",
+                                         "-t",           "1",          "Once upon a time"};
   testing::RunOptions options;
   options.signal_on_output = SIGINT;
   const testing::RunResult r = run_quip(args, options);
@@ -185,6 +186,30 @@ TEST(BenchCli, ReportsPromptAndGenerationSpeed) {
     EXPECT_EQ(t.at("samples").size(), 2u);
     EXPECT_EQ(t.at("threads"), 2);
   }
+  // Generation's weights against the stream bandwidth: an untied model
+  // reads every tensor but the embedding table, of which one row, per token.
+  auto f = gguf::GgufFile::open(model_path());
+  ASSERT_TRUE(f.ok()) << f.error().message;
+  uint64_t per_token = 0;
+  for (const gguf::TensorInfo& t : f->tensors()) {
+    per_token += t.name == "token_embd.weight" ? t.n_bytes / t.shape[1] : t.n_bytes;
+  }
+  const nlohmann::json& tg = j[1];
+  EXPECT_EQ(tg.at("weight_bytes_per_token").get<uint64_t>(), per_token);
+  EXPECT_NEAR(tg.at("weights_gb_per_s").get<double>(),
+              static_cast<double>(per_token) * tg.at("tokens_per_s").get<double>() / 1e9, 1e-9);
+  EXPECT_GT(tg.at("stream_gb_per_s").get<double>(), 0.0);
+  // The prompt's matrix products: fewer than the parameters (no embedding
+  // table, the output once per batch); F16 weights have no int8 peak.
+  const nlohmann::json& pp = j[0];
+  EXPECT_GT(pp.at("matrix_products_per_token").get<double>(), 0.0);
+  EXPECT_LT(pp.at("matrix_products_per_token").get<double>(), pp.at("params").get<double>());
+  EXPECT_FALSE(pp.contains("int8_peak_g_per_s"));
+  const std::vector<std::string> q8 = {
+      "bench", "-m", model_path("tiny-llama-spm-e64-q8_0.gguf"), "-p", "16", "-n", "0", "--json"};
+  const testing::RunResult r8 = run_quip(q8);
+  ASSERT_EQ(r8.status, kExitOk) << testing::describe(q8, r8);
+  EXPECT_GT(nlohmann::json::parse(r8.out)[0].at("int8_peak_g_per_s").get<double>(), 0.0);
   expect_failure({"bench", "-m", model_path(), "-p", "0", "-n", "0"}, kExitUsage);
 }
 
