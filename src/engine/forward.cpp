@@ -77,6 +77,9 @@ void Forward::eval_batch(std::span<const int32_t> tokens, bool all_logits, float
     CHECK(tokens[t] >= 0 && static_cast<uint32_t>(tokens[t]) < hp_.n_vocab);
     dequantize(m_.token_embd(), static_cast<uint64_t>(tokens[t]), x_.data() + t * hp_.n_embd);
   }
+  if (hp_.embedding_scale != 0) {
+    for (size_t i = 0; i < n * hp_.n_embd; ++i) x_[i] *= hp_.embedding_scale;
+  }
   rope_tables(n, pos0);
   for (uint32_t il = 0; il < hp_.n_layer; ++il) layer(il, n, pos0);
   cache_.grow_to(pos0 + n);
@@ -90,6 +93,10 @@ void Forward::eval_batch(std::span<const int32_t> tokens, bool all_logits, float
                   h_.data() + (t - first) * hp_.n_embd, hp_.n_embd, hp_.rms_eps);
   }
   multiply({{&m_.output(), logits}}, h_.data(), hp_.n_embd, n_rows);
+  if (hp_.logit_scale != 0) {
+    const float inv = 1.0f / hp_.logit_scale;
+    for (size_t i = 0; i < n_rows * hp_.n_vocab; ++i) logits[i] *= inv;
+  }
 }
 
 // The rotation angles of each position of the batch, shared by every head
@@ -120,7 +127,9 @@ void Forward::layer(uint32_t il, size_t n, size_t pos0) {
   // biases, per-head norms, rope; the keys and values into the cache as
   // halves, the queries rounded to halves too (ggml converts Q to the
   // cache's type for the K dot products).
+  const bool rotates = hp_.rotates(il, m_.arch());
   const auto rotate = [&](float* head, size_t t) {
+    if (!rotates) return;
     ops::rope(head, cos_.data() + t * half, sin_.data() + t * half, hp_.n_rot, m_.arch().rope);
   };
   // A batch of 64 tokens or more attends as ggml's tiled kernel does, with
@@ -161,7 +170,7 @@ void Forward::layer(uint32_t il, size_t n, size_t pos0) {
   // attention: causal, query t sees positions 0..pos0+t; grouped-query
   // heads (Ainslie et al. 2023) share KV head h / group.
   const uint32_t group = hp_.n_head / hp_.n_head_kv;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  const float scale = hp_.attention_scale_or_default();
   if (tiles) {
     // One item: one head's queries of one tile of kAttentionQueryTile tokens.
     constexpr size_t kRows = kernels::kAttentionQueryTile;
@@ -216,7 +225,7 @@ void Forward::layer(uint32_t il, size_t n, size_t pos0) {
 
   // output projection, residual
   multiply({{&l.wo, h_.data()}}, attn_.data(), q_dim, n);
-  for (size_t i = 0; i < n * n_embd; ++i) x_[i] += h_[i];
+  add_residual(n);
 
   // ffn_norm, SwiGLU feed-forward (Shazeer 2020): down(silu(gate) * up)
   for (size_t t = 0; t < n; ++t) {
@@ -229,6 +238,15 @@ void Forward::layer(uint32_t il, size_t n, size_t pos0) {
     swiglu_(gate_.data() + begin, up_.data() + begin, gate_.data() + begin, end - begin);
   });
   multiply({{&l.w_down, h_.data()}}, gate_.data(), n_ff, n);
+  add_residual(n);
+}
+
+// x += h, the branch's output scaled first where the model says so.
+void Forward::add_residual(size_t n) {
+  const size_t n_embd = hp_.n_embd;
+  if (hp_.residual_scale != 0) {
+    for (size_t i = 0; i < n * n_embd; ++i) h_[i] *= hp_.residual_scale;
+  }
   for (size_t i = 0; i < n * n_embd; ++i) x_[i] += h_[i];
 }
 

@@ -79,6 +79,7 @@ class Forward {
   };
 
   void eval_batch(std::span<const int32_t> tokens, bool all_logits, float* logits);
+  void add_residual(size_t n);
   void layer(uint32_t il, size_t n, size_t pos0);
   // The products of several weights with one input, in one parallel loop.
   void multiply(std::initializer_list<Product> products, const float* in, size_t n_in, size_t n);

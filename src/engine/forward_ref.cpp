@@ -354,11 +354,23 @@ std::span<const float> ReferenceForward::step(int32_t token) {
   const uint32_t hd = hp.head_dim, kv_dim = hp.n_head_kv * hd, group = hp.n_head / hp.n_head_kv;
 
   std::vector<float> x = row(m_.token_embd(), static_cast<uint64_t>(token));  // (n_embd)
+  if (hp.embedding_scale != 0) {
+    for (float& e : x) e *= hp.embedding_scale;
+  }
+  // A branch's output into the residual stream, scaled first where the
+  // model says so.
+  const auto add_branch = [&](std::vector<float> branch) {
+    if (hp.residual_scale != 0) {
+      for (float& e : branch) e *= hp.residual_scale;
+    }
+    add(x, branch);
+  };
   std::vector<float> cos(hp.n_rot / 2), sin(hp.n_rot / 2);
   ops::rope_angles(pos_, hp, freq_factors_.empty() ? nullptr : freq_factors_.data(), cos.data(),
                    sin.data());
   for (uint32_t il = 0; il < hp.n_layer; ++il) {
     const Layer& l = m_.layers()[il];
+    const bool rotates = hp.rotates(il, m_.arch());
 
     // Attention block.
     std::vector<float> h = x;
@@ -373,12 +385,12 @@ std::span<const float> ReferenceForward::step(int32_t token) {
     for (uint32_t hh = 0; hh < hp.n_head; ++hh) {
       std::span<float> head(q.data() + hh * hd, hd);
       if (!lv.q_norm.empty()) rms_norm(head, lv.q_norm, hp.rms_eps);
-      ops::rope(head.data(), cos.data(), sin.data(), hp.n_rot, m_.arch().rope);
+      if (rotates) ops::rope(head.data(), cos.data(), sin.data(), hp.n_rot, m_.arch().rope);
     }
     for (uint32_t hh = 0; hh < hp.n_head_kv; ++hh) {
       std::span<float> head(k.data() + hh * hd, hd);
       if (!lv.k_norm.empty()) rms_norm(head, lv.k_norm, hp.rms_eps);
-      ops::rope(head.data(), cos.data(), sin.data(), hp.n_rot, m_.arch().rope);
+      if (rotates) ops::rope(head.data(), cos.data(), sin.data(), hp.n_rot, m_.arch().rope);
     }
     // The cache holds half precision, as llama.cpp's (F16) does.
     for (float e : k) k_cache_[il].push_back(kernels::f32_to_f16(e));
@@ -394,7 +406,7 @@ std::span<const float> ReferenceForward::step(int32_t token) {
     // sensitive enough that a float accumulator misses their tolerance.
     const size_t n_pos = pos_ + 1;
     std::vector<float> attn(size_t{hp.n_head} * hd, 0.0f);
-    const auto scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(hd)));
+    const float scale = hp.attention_scale_or_default();
     // The arithmetic is kernels/attention.h's reference: ggml's flash
     // attention, step by step.
     const kernels::AttendFn attend = kernels::attend_function(kernels::Isa::Reference, hd);
@@ -403,7 +415,7 @@ std::span<const float> ReferenceForward::step(int32_t token) {
       attend(hd, 1, n_pos, q.data() + hh * hd, k_cache_[il].data() + kv_off,
              v_cache_[il].data() + kv_off, kv_dim, scale, attn.data() + hh * hd, nullptr);
     }
-    add(x, matvec(l.wo, attn));
+    add_branch(matvec(l.wo, attn));
 
     // Feed-forward block: SwiGLU (Shazeer 2020), down(silu(gate(h)) * up(h)).
     h = x;
@@ -411,10 +423,14 @@ std::span<const float> ReferenceForward::step(int32_t token) {
     std::vector<float> gate = matvec(l.w_gate, h);
     const std::vector<float> up = matvec(l.w_up, h);
     for (size_t i = 0; i < gate.size(); ++i) gate[i] = silu(gate[i]) * up[i];
-    add(x, matvec(l.w_down, gate));
+    add_branch(matvec(l.w_down, gate));
   }
   rms_norm(x, output_norm_, hp.rms_eps);
   logits_ = matvec(m_.output(), x);
+  if (hp.logit_scale != 0) {
+    const float inv = 1.0f / hp.logit_scale;
+    for (float& e : logits_) e *= inv;
+  }
   ++pos_;
   return logits_;
 }

@@ -14,6 +14,8 @@ constexpr ArchSpec kArchs[] = {
     {"llama", RopeStyle::Adjacent, false, false},
     {"qwen2", RopeStyle::NeoX, true, false},
     {"qwen3", RopeStyle::NeoX, false, true},
+    {"granite", RopeStyle::Adjacent, false, false, /*scales=*/true},
+    {"smollm3", RopeStyle::Adjacent, false, false, false, /*no_rope_step=*/4},
 };
 
 // Keys that llama.cpp reads for every architecture and that change the
@@ -77,7 +79,7 @@ Result<Model> Model::bind(const gguf::GgufFile& f) {
   m.arch_ = find_arch(*arch);
   if (m.arch_ == nullptr) {
     return Error{prefix + "architecture '" + printable(*arch) +
-                 "' is not supported (quip runs llama, qwen2 and qwen3)"};
+                 "' is not supported (quip runs llama, qwen2, qwen3, granite and smollm3)"};
   }
   const auto key = [&](std::string_view suffix) { return k::arch_key(*arch, suffix); };
   const auto u32 = [&](std::string_view suffix, uint32_t* out,
@@ -117,6 +119,29 @@ Result<Model> Model::bind(const gguf::GgufFile& f) {
     hp.rope_base = **v;
   }
   if (auto r = refuse_what_is_not_computed(f, *arch, prefix, hp); !r) return r.error();
+  if (m.arch_->scales) {
+    // Granite: the logit scale is required, the others optional (as llama.cpp).
+    for (auto [suffix, out, required] :
+         {std::tuple{"logit_scale", &hp.logit_scale, true},
+          std::tuple{"residual_scale", &hp.residual_scale, false},
+          std::tuple{"embedding_scale", &hp.embedding_scale, false},
+          std::tuple{"attention.scale", &hp.attention_scale, false}}) {
+      auto v = f.get_optional<float>(key(suffix));
+      if (!v) return v.error();
+      if (!v->has_value() && required) {
+        return Error{prefix + "key '" + key(suffix) + "' not found"};
+      }
+      *out = v->value_or(0.0f);
+    }
+    if (hp.logit_scale == 0) return Error{prefix + key("logit_scale") + " must not be 0"};
+    // Granite turns rotation off with rope.scaling.finetuned = false.
+    auto finetuned = f.get_optional<bool>(key("rope.scaling.finetuned"));
+    if (!finetuned) return finetuned.error();
+    if (finetuned->has_value() && !**finetuned) {
+      return Error{prefix + "granite without rotation (" + key("rope.scaling.finetuned") +
+                   " false) is not supported yet"};
+    }
+  }
   if (auto v = f.get_optional<float>(key("attention.layer_norm_rms_epsilon")); !v) {
     return v.error();
   } else if (v->has_value()) {

@@ -4,6 +4,7 @@
 // there.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -24,6 +25,12 @@ struct ArchSpec {
   RopeStyle rope;
   bool qkv_bias;  // Q, K, V have biases (qwen2)
   bool qk_norm;   // per-head RMS norm of Q and K (qwen3)
+  // Granite's scales (Hparams: embedding, residual, attention, logit) are
+  // read from the file.
+  bool scales = false;
+  // Every step-th layer (layer il with (il + 1) % step == 0) has no
+  // rotation (smollm3's NoPE layers; llama.cpp's fixed 4, no key); 0: none.
+  uint32_t no_rope_step = 0;
 };
 
 // The spec of `arch`, or nullptr for an architecture quip does not run.
@@ -46,6 +53,19 @@ struct Hparams {
   uint32_t n_embd = 0, n_layer = 0, n_head = 0, n_head_kv = 0, head_dim = 0, n_ff = 0;
   uint32_t n_vocab = 0, n_ctx_train = 0, n_rot = 0;
   float rope_base = 10000.0f, rms_eps = 1e-5f;
+  // As llama.cpp's hparams, 0 where unused: embeddings times
+  // embedding_scale; each branch's output times residual_scale before its
+  // residual add; attention scores times attention_scale instead of
+  // 1/sqrt(head_dim); logits times 1 / logit_scale.
+  float embedding_scale = 0, residual_scale = 0, attention_scale = 0, logit_scale = 0;
+
+  // Whether layer il rotates its queries and keys.
+  bool rotates(uint32_t il, const ArchSpec& arch) const {
+    return arch.no_rope_step == 0 || (il + 1) % arch.no_rope_step != 0;
+  }
+  float attention_scale_or_default() const {
+    return attention_scale != 0 ? attention_scale : 1.0f / std::sqrt(static_cast<float>(head_dim));
+  }
 };
 
 class Model {

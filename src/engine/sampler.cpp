@@ -14,8 +14,7 @@ Result<Sampler> Sampler::create(const SamplerSettings& s) {
   const auto bad = [](const char* name, double v, const char* allowed) {
     char value[32];
     std::snprintf(value, sizeof value, "%g", v);  // -1, not -1.000000
-    return Error{std::string("sampler setting ") + name + " is " + value + ", expected " +
-                 allowed};
+    return Error{std::string("sampler setting ") + name + " is " + value + ", expected " + allowed};
   };
   if (!(s.temperature >= 0.0f) || !std::isfinite(s.temperature)) {
     return bad("temperature", s.temperature, "a number >= 0");

@@ -103,6 +103,49 @@ std::vector<std::string> shared_models() {
 INSTANTIATE_TEST_SUITE_P(Shared, SharedModels, ::testing::ValuesIn(shared_models()),
                          reference::ModelTestName());
 
+// The architectures of ../shared/archs: those quip runs match llama.cpp's
+// outputs; the others are refused by name at load. (The scalar reference
+// forward takes the same steps, but like for most shared models it drifts
+// past the tolerance on the long prompts, which llama.cpp evaluates in
+// batches.)
+class ArchModels : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ArchModels, MatchLlamaCppOrAreRefusedByName) {
+  QUIP_REQUIRE_SHARED();
+  auto file = gguf::GgufFile::open((testing::shared_dir() / "archs" / GetParam()).string());
+  ASSERT_TRUE(file.ok()) << file.error().message;
+  auto model = Model::bind(*file);
+  if (!model.ok()) {
+    EXPECT_NE(model.error().message.find("not supported"), std::string::npos)
+        << model.error().message;
+    return;
+  }
+  const double tol = reference::tolerance_for(*file);
+  const reference::Comparison engine = reference::compare_teacher_forced(
+      GetParam(),
+      [&] {
+        auto fwd = std::make_shared<Forward>(*model, options(2));
+        return [fwd](std::span<const int32_t> tokens) { return fwd->eval(tokens); };
+      },
+      "archs");
+  EXPECT_LE(engine.worst, tol) << "engine: largest difference at " << engine.where;
+  EXPECT_EQ(engine.argmax_misses, 0u);
+}
+
+std::vector<std::string> arch_models() {
+  std::vector<std::string> names;
+  const auto dir = testing::shared_dir() / "archs";
+  if (!std::filesystem::exists(dir)) return {"missing.gguf"};
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    if (e.path().extension() == ".gguf") names.push_back(e.path().filename().string());
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+INSTANTIATE_TEST_SUITE_P(Shared, ArchModels, ::testing::ValuesIn(arch_models()),
+                         reference::ModelTestName());
+
 // A prompt of a model's own reference, long enough for several batches.
 std::vector<int32_t> long_prompt(const std::string& model) {
   std::vector<int32_t> tokens;
