@@ -122,12 +122,26 @@ void Forward::layer(uint32_t il, size_t n, size_t pos0) {
                   hp_.rms_eps);
   }
   // qkv
-  multiply({{&l.wq, q_.data()}, {&l.wk, k_.data()}, {&l.wv, v_.data()}}, h_.data(), n_embd, n);
+  if (l.wqkv) {
+    // Fused: each token's row is Q, then K, then V.
+    const size_t row = q_dim + 2 * kv_dim;
+    fused_.resize(n * row);
+    multiply({{&l.wqkv, fused_.data()}}, h_.data(), n_embd, n);
+    for (size_t t = 0; t < n; ++t) {
+      const float* from = fused_.data() + t * row;
+      std::copy(from, from + q_dim, q_.data() + t * q_dim);
+      std::copy(from + q_dim, from + q_dim + kv_dim, k_.data() + t * kv_dim);
+      std::copy(from + q_dim + kv_dim, from + row, v_.data() + t * kv_dim);
+    }
+  } else {
+    multiply({{&l.wq, q_.data()}, {&l.wk, k_.data()}, {&l.wv, v_.data()}}, h_.data(), n_embd, n);
+  }
 
   // biases, per-head norms, rope; the keys and values into the cache as
   // halves, the queries rounded to halves too (ggml converts Q to the
   // cache's type for the K dot products).
   const bool rotates = hp_.rotates(il, m_.arch());
+  const float query_scale = 1.0f / std::sqrt(static_cast<float>(hd));
   const auto rotate = [&](float* head, size_t t) {
     if (!rotates) return;
     ops::rope(head, cos_.data() + t * half, sin_.data() + t * half, hp_.n_rot, m_.arch().rope);
@@ -150,6 +164,9 @@ void Forward::layer(uint32_t il, size_t n, size_t pos0) {
           ops::rms_norm(q + h * hd, lv.q_norm.data(), q + h * hd, hd, hp_.rms_eps);
         rotate(q + h * hd, t);
       }
+      if (m_.arch().scale_queries) {
+        for (size_t i = 0; i < q_dim; ++i) q[i] *= query_scale;
+      }
       for (uint32_t h = 0; h < hp_.n_head_kv; ++h) {
         if (!lv.k_norm.empty())
           ops::rms_norm(k + h * hd, lv.k_norm.data(), k + h * hd, hd, hp_.rms_eps);
@@ -170,7 +187,7 @@ void Forward::layer(uint32_t il, size_t n, size_t pos0) {
   // attention: causal, query t sees positions 0..pos0+t; grouped-query
   // heads (Ainslie et al. 2023) share KV head h / group.
   const uint32_t group = hp_.n_head / hp_.n_head_kv;
-  const float scale = hp_.attention_scale_or_default();
+  const float scale = m_.arch().scale_queries ? 1.0f : hp_.attention_scale_or_default();
   if (tiles) {
     // One item: one head's queries of one tile of kAttentionQueryTile tokens.
     constexpr size_t kRows = kernels::kAttentionQueryTile;
@@ -232,8 +249,19 @@ void Forward::layer(uint32_t il, size_t n, size_t pos0) {
     ops::rms_norm(x_.data() + t * n_embd, lv.ffn_norm.data(), h_.data() + t * n_embd, n_embd,
                   hp_.rms_eps);
   }
-  multiply({{&l.w_gate, gate_.data()}, {&l.w_up, up_.data()}}, h_.data(), n_embd, n);
   const size_t n_ff = hp_.n_ff;
+  if (l.w_gate) {
+    multiply({{&l.w_gate, gate_.data()}, {&l.w_up, up_.data()}}, h_.data(), n_embd, n);
+  } else {
+    // Fused: each token's row is the gate's n_ff, then the up's.
+    fused_.resize(n * 2 * n_ff);
+    multiply({{&l.w_up, fused_.data()}}, h_.data(), n_embd, n);
+    for (size_t t = 0; t < n; ++t) {
+      const float* from = fused_.data() + t * 2 * n_ff;
+      std::copy(from, from + n_ff, gate_.data() + t * n_ff);
+      std::copy(from + n_ff, from + 2 * n_ff, up_.data() + t * n_ff);
+    }
+  }
   pool_->parallel_for(n * n_ff, [&](size_t begin, size_t end) {
     swiglu_(gate_.data() + begin, up_.data() + begin, gate_.data() + begin, end - begin);
   });

@@ -104,6 +104,7 @@ class Forward {
   std::vector<float> q_, k_, v_;  // (batch, n_head * head_dim), (batch, n_head_kv * head_dim)
   std::vector<float> attn_;       // (batch, n_head * head_dim)
   std::vector<float> gate_, up_;  // (batch, n_ff)
+  std::vector<float> fused_;      // a fused product's rows before the split
   std::vector<float> cos_, sin_;  // (batch, n_rot / 2)
   std::vector<uint8_t> operand_;  // (batch, operand row bytes)
   std::vector<float> logits_;     // (n, n_vocab)

@@ -376,9 +376,19 @@ std::span<const float> ReferenceForward::step(int32_t token) {
     std::vector<float> h = x;
     const LayerVectors& lv = layers_[il];
     rms_norm(h, lv.attn_norm, hp.rms_eps);
-    std::vector<float> q = matvec(l.wq, h);  // (n_head * head_dim)
-    std::vector<float> k = matvec(l.wk, h);  // (n_head_kv * head_dim)
-    std::vector<float> v = matvec(l.wv, h);
+    std::vector<float> q, k, v;  // (n_head * head_dim), (n_head_kv * head_dim) twice
+    if (l.wqkv) {
+      const std::vector<float> qkv = matvec(l.wqkv, h);  // Q, then K, then V
+      const size_t q_dim = size_t{hp.n_head} * hd;
+      q.assign(qkv.begin(), qkv.begin() + static_cast<long>(q_dim));
+      k.assign(qkv.begin() + static_cast<long>(q_dim),
+               qkv.begin() + static_cast<long>(q_dim + kv_dim));
+      v.assign(qkv.begin() + static_cast<long>(q_dim + kv_dim), qkv.end());
+    } else {
+      q = matvec(l.wq, h);
+      k = matvec(l.wk, h);
+      v = matvec(l.wv, h);
+    }
     if (!lv.bq.empty()) add(q, lv.bq);
     if (!lv.bk.empty()) add(k, lv.bk);
     if (!lv.bv.empty()) add(v, lv.bv);
@@ -391,6 +401,10 @@ std::span<const float> ReferenceForward::step(int32_t token) {
       std::span<float> head(k.data() + hh * hd, hd);
       if (!lv.k_norm.empty()) rms_norm(head, lv.k_norm, hp.rms_eps);
       if (rotates) ops::rope(head.data(), cos.data(), sin.data(), hp.n_rot, m_.arch().rope);
+    }
+    if (m_.arch().scale_queries) {
+      const float query_scale = 1.0f / std::sqrt(static_cast<float>(hd));
+      for (float& e : q) e *= query_scale;
     }
     // The cache holds half precision, as llama.cpp's (F16) does.
     for (float e : k) k_cache_[il].push_back(kernels::f32_to_f16(e));
@@ -406,7 +420,7 @@ std::span<const float> ReferenceForward::step(int32_t token) {
     // sensitive enough that a float accumulator misses their tolerance.
     const size_t n_pos = pos_ + 1;
     std::vector<float> attn(size_t{hp.n_head} * hd, 0.0f);
-    const float scale = hp.attention_scale_or_default();
+    const float scale = m_.arch().scale_queries ? 1.0f : hp.attention_scale_or_default();
     // The arithmetic is kernels/attention.h's reference: ggml's flash
     // attention, step by step.
     const kernels::AttendFn attend = kernels::attend_function(kernels::Isa::Reference, hd);
@@ -420,8 +434,15 @@ std::span<const float> ReferenceForward::step(int32_t token) {
     // Feed-forward block: SwiGLU (Shazeer 2020), down(silu(gate(h)) * up(h)).
     h = x;
     rms_norm(h, lv.ffn_norm, hp.rms_eps);
-    std::vector<float> gate = matvec(l.w_gate, h);
-    const std::vector<float> up = matvec(l.w_up, h);
+    std::vector<float> gate, up;
+    if (l.w_gate) {
+      gate = matvec(l.w_gate, h);
+      up = matvec(l.w_up, h);
+    } else {
+      const std::vector<float> both = matvec(l.w_up, h);  // the gate's, then the up's
+      gate.assign(both.begin(), both.begin() + static_cast<long>(hp.n_ff));
+      up.assign(both.begin() + static_cast<long>(hp.n_ff), both.end());
+    }
     for (size_t i = 0; i < gate.size(); ++i) gate[i] = silu(gate[i]) * up[i];
     add_branch(matvec(l.w_down, gate));
   }

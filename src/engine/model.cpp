@@ -16,6 +16,7 @@ constexpr ArchSpec kArchs[] = {
     {"qwen3", RopeStyle::NeoX, false, true},
     {"granite", RopeStyle::Adjacent, false, false, /*scales=*/true},
     {"smollm3", RopeStyle::Adjacent, false, false, false, /*no_rope_step=*/4},
+    {"phi3", RopeStyle::NeoX, false, false, false, 0, /*fused=*/true, /*scale_queries=*/true},
 };
 
 // Keys that llama.cpp reads for every architecture and that change the
@@ -79,7 +80,7 @@ Result<Model> Model::bind(const gguf::GgufFile& f) {
   m.arch_ = find_arch(*arch);
   if (m.arch_ == nullptr) {
     return Error{prefix + "architecture '" + printable(*arch) +
-                 "' is not supported (quip runs llama, qwen2, qwen3, granite and smollm3)"};
+                 "' is not supported (quip runs llama, qwen2, qwen3, granite, smollm3 and phi3)"};
   }
   const auto key = [&](std::string_view suffix) { return k::arch_key(*arch, suffix); };
   const auto u32 = [&](std::string_view suffix, uint32_t* out,
@@ -187,11 +188,14 @@ Result<Model> Model::bind(const gguf::GgufFile& f) {
     Layer& l = m.layers_[i];
     const std::string b = "blk." + std::to_string(i) + ".";
     const bool bias = m.arch_->qkv_bias, norm = m.arch_->qk_norm;
+    const bool fused = m.arch_->fused, apart = !fused;
+    const uint64_t up_rows = uint64_t{hp.n_ff} * (fused ? 2 : 1);
     for (auto [name, n_in, n_out, required, out] :
          {std::tuple{"attn_norm.weight", uint64_t{hp.n_embd}, uint64_t{1}, true, &l.attn_norm},
-          std::tuple{"attn_q.weight", uint64_t{hp.n_embd}, q_dim, true, &l.wq},
-          std::tuple{"attn_k.weight", uint64_t{hp.n_embd}, kv_dim, true, &l.wk},
-          std::tuple{"attn_v.weight", uint64_t{hp.n_embd}, kv_dim, true, &l.wv},
+          std::tuple{"attn_q.weight", uint64_t{hp.n_embd}, q_dim, apart, &l.wq},
+          std::tuple{"attn_k.weight", uint64_t{hp.n_embd}, kv_dim, apart, &l.wk},
+          std::tuple{"attn_v.weight", uint64_t{hp.n_embd}, kv_dim, apart, &l.wv},
+          std::tuple{"attn_qkv.weight", uint64_t{hp.n_embd}, q_dim + 2 * kv_dim, fused, &l.wqkv},
           std::tuple{"attn_output.weight", q_dim, uint64_t{hp.n_embd}, true, &l.wo},
           std::tuple{"attn_q.bias", q_dim, uint64_t{1}, bias, &l.bq},
           std::tuple{"attn_k.bias", kv_dim, uint64_t{1}, bias, &l.bk},
@@ -199,10 +203,18 @@ Result<Model> Model::bind(const gguf::GgufFile& f) {
           std::tuple{"attn_q_norm.weight", uint64_t{hp.head_dim}, uint64_t{1}, norm, &l.q_norm},
           std::tuple{"attn_k_norm.weight", uint64_t{hp.head_dim}, uint64_t{1}, norm, &l.k_norm},
           std::tuple{"ffn_norm.weight", uint64_t{hp.n_embd}, uint64_t{1}, true, &l.ffn_norm},
-          std::tuple{"ffn_gate.weight", uint64_t{hp.n_embd}, uint64_t{hp.n_ff}, true, &l.w_gate},
-          std::tuple{"ffn_up.weight", uint64_t{hp.n_embd}, uint64_t{hp.n_ff}, true, &l.w_up},
+          std::tuple{"ffn_gate.weight", uint64_t{hp.n_embd}, uint64_t{hp.n_ff}, apart, &l.w_gate},
+          std::tuple{"ffn_up.weight", uint64_t{hp.n_embd}, up_rows, true, &l.w_up},
           std::tuple{"ffn_down.weight", uint64_t{hp.n_ff}, uint64_t{hp.n_embd}, true, &l.w_down}}) {
       if (auto r = bind(b + name, n_in, n_out, required, out); !r) return r.error();
+    }
+    // One form or the other, never a mix that would leave a tensor unread.
+    if (fused ? (l.wq || l.wk || l.wv || l.w_gate) : bool{l.wqkv}) {
+      return Error{prefix + "layer " + std::to_string(i) +
+                   (fused ? " has separate Q, K, V or gate tensors where " + std::string(*arch) +
+                                " fuses them"
+                          : " has a fused attn_qkv, which " + std::string(*arch) +
+                                " does not have: not supported")};
     }
   }
   return m;
@@ -217,7 +229,7 @@ Model::MatrixWork Model::matrix_work_per_token() const {
   };
   add(output_, work.output_products);
   for (const Layer& l : layers_) {
-    for (const Weight* w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) {
+    for (const Weight* w : {&l.wq, &l.wk, &l.wv, &l.wqkv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) {
       add(*w, work.layer_products);
     }
   }
@@ -231,7 +243,7 @@ uint64_t Model::weight_bytes_per_token() const {
     total += bytes(token_embd_) / token_embd_.n_out;
   }
   for (const Layer& l : layers_) {
-    for (const Weight* w : {&l.attn_norm, &l.wq, &l.wk, &l.wv, &l.wo, &l.bq, &l.bk, &l.bv,
+    for (const Weight* w : {&l.attn_norm, &l.wq, &l.wk, &l.wv, &l.wqkv, &l.wo, &l.bq, &l.bk, &l.bv,
                             &l.q_norm, &l.k_norm, &l.ffn_norm, &l.w_gate, &l.w_up, &l.w_down}) {
       total += bytes(*w);
     }

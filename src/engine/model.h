@@ -31,6 +31,12 @@ struct ArchSpec {
   // Every step-th layer (layer il with (il + 1) % step == 0) has no
   // rotation (smollm3's NoPE layers; llama.cpp's fixed 4, no key); 0: none.
   uint32_t no_rope_step = 0;
+  // phi3: one attn_qkv (rows Q, then K, then V) and one ffn_up of 2 n_ff
+  // rows (the gate's, then the up's) instead of separate tensors.
+  bool fused = false;
+  // phi3: the queries times 1/sqrt(head_dim) after the rotation, and the
+  // attention scores unscaled (ggml rounds the scaled queries).
+  bool scale_queries = false;
 };
 
 // The spec of `arch`, or nullptr for an architecture quip does not run.
@@ -45,8 +51,8 @@ struct Weight {
 };
 
 struct Layer {
-  Weight attn_norm, wq, wk, wv, wo, bq, bk, bv, q_norm, k_norm;
-  Weight ffn_norm, w_gate, w_up, w_down;
+  Weight attn_norm, wq, wk, wv, wqkv, wo, bq, bk, bv, q_norm, k_norm;  // wqkv: fused
+  Weight ffn_norm, w_gate, w_up, w_down;  // fused: w_up holds the gate, no w_gate
 };
 
 struct Hparams {
