@@ -47,7 +47,8 @@ Forward::Forward(const Model& model, const ForwardOptions& options)
       cache_(model.hparams().n_layer, model.hparams().n_head_kv * model.hparams().head_dim) {
   for (const Layer& l : model.layers()) {
     layers_.push_back(LayerVectors{vec(l.attn_norm), vec(l.bq), vec(l.bk), vec(l.bv), vec(l.q_norm),
-                                   vec(l.k_norm), vec(l.ffn_norm)});
+                                   vec(l.k_norm), vec(l.ffn_norm), vec(l.post_attn_norm),
+                                   vec(l.post_ffn_norm)});
   }
 }
 
@@ -116,11 +117,8 @@ void Forward::layer(uint32_t il, size_t n, size_t pos0) {
   const uint32_t hd = hp_.head_dim, half = hp_.n_rot / 2;
   const size_t q_dim = size_t{hp_.n_head} * hd, kv_dim = cache_.row_width(), n_embd = hp_.n_embd;
 
-  // attention_norm
-  for (size_t t = 0; t < n; ++t) {
-    ops::rms_norm(x_.data() + t * n_embd, lv.attn_norm.data(), h_.data() + t * n_embd, n_embd,
-                  hp_.rms_eps);
-  }
+  // attention_norm (none in olmo2)
+  pre_norm(lv.attn_norm, n);
   // qkv
   if (l.wqkv) {
     // Fused: each token's row is Q, then K, then V.
@@ -159,8 +157,13 @@ void Forward::layer(uint32_t il, size_t n, size_t pos0) {
       for (size_t i = 0; i < lv.bq.size(); ++i) q[i] += lv.bq[i];
       for (size_t i = 0; i < lv.bk.size(); ++i) k[i] += lv.bk[i];
       for (size_t i = 0; i < lv.bv.size(); ++i) v[i] += lv.bv[i];
+      const bool whole = m_.arch().post_norms_only;  // olmo2: Q and K normed whole
+      if (whole) {
+        ops::rms_norm(q, lv.q_norm.data(), q, q_dim, hp_.rms_eps);
+        ops::rms_norm(k, lv.k_norm.data(), k, kv_dim, hp_.rms_eps);
+      }
       for (uint32_t h = 0; h < hp_.n_head; ++h) {
-        if (!lv.q_norm.empty())
+        if (!lv.q_norm.empty() && !whole)
           ops::rms_norm(q + h * hd, lv.q_norm.data(), q + h * hd, hd, hp_.rms_eps);
         rotate(q + h * hd, t);
       }
@@ -168,7 +171,7 @@ void Forward::layer(uint32_t il, size_t n, size_t pos0) {
         for (size_t i = 0; i < q_dim; ++i) q[i] *= query_scale;
       }
       for (uint32_t h = 0; h < hp_.n_head_kv; ++h) {
-        if (!lv.k_norm.empty())
+        if (!lv.k_norm.empty() && !whole)
           ops::rms_norm(k + h * hd, lv.k_norm.data(), k + h * hd, hd, hp_.rms_eps);
         rotate(k + h * hd, t);
       }
@@ -242,13 +245,10 @@ void Forward::layer(uint32_t il, size_t n, size_t pos0) {
 
   // output projection, residual
   multiply({{&l.wo, h_.data()}}, attn_.data(), q_dim, n);
-  add_residual(n);
+  add_residual(lv.post_attn_norm, n);
 
   // ffn_norm, SwiGLU feed-forward (Shazeer 2020): down(silu(gate) * up)
-  for (size_t t = 0; t < n; ++t) {
-    ops::rms_norm(x_.data() + t * n_embd, lv.ffn_norm.data(), h_.data() + t * n_embd, n_embd,
-                  hp_.rms_eps);
-  }
+  pre_norm(lv.ffn_norm, n);
   const size_t n_ff = hp_.n_ff;
   if (l.w_gate) {
     multiply({{&l.w_gate, gate_.data()}, {&l.w_up, up_.data()}}, h_.data(), n_embd, n);
@@ -266,12 +266,31 @@ void Forward::layer(uint32_t il, size_t n, size_t pos0) {
     swiglu_(gate_.data() + begin, up_.data() + begin, gate_.data() + begin, end - begin);
   });
   multiply({{&l.w_down, h_.data()}}, gate_.data(), n_ff, n);
-  add_residual(n);
+  add_residual(lv.post_ffn_norm, n);
 }
 
-// x += h, the branch's output scaled first where the model says so.
-void Forward::add_residual(size_t n) {
+// h = the branch's input: x RMS-normed by `norm`, or x itself without one.
+void Forward::pre_norm(const std::vector<float>& norm, size_t n) {
   const size_t n_embd = hp_.n_embd;
+  if (norm.empty()) {
+    std::copy(x_.begin(), x_.begin() + static_cast<long>(n * n_embd), h_.begin());
+    return;
+  }
+  for (size_t t = 0; t < n; ++t) {
+    ops::rms_norm(x_.data() + t * n_embd, norm.data(), h_.data() + t * n_embd, n_embd, hp_.rms_eps);
+  }
+}
+
+// x += h, the branch's output normed by `post_norm` (where there is one)
+// and scaled (where the model says so) first.
+void Forward::add_residual(const std::vector<float>& post_norm, size_t n) {
+  const size_t n_embd = hp_.n_embd;
+  if (!post_norm.empty()) {
+    for (size_t t = 0; t < n; ++t) {
+      float* row = h_.data() + t * n_embd;
+      ops::rms_norm(row, post_norm.data(), row, n_embd, hp_.rms_eps);
+    }
+  }
   if (hp_.residual_scale != 0) {
     for (size_t i = 0; i < n * n_embd; ++i) h_[i] *= hp_.residual_scale;
   }

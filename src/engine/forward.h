@@ -71,6 +71,7 @@ class Forward {
   // the model has none.
   struct LayerVectors {
     std::vector<float> attn_norm, bq, bk, bv, q_norm, k_norm, ffn_norm;
+    std::vector<float> post_attn_norm, post_ffn_norm;
   };
   // out (n_tokens, w.n_out) = in (n_tokens, w.n_in) times w's rows.
   struct Product {
@@ -79,7 +80,8 @@ class Forward {
   };
 
   void eval_batch(std::span<const int32_t> tokens, bool all_logits, float* logits);
-  void add_residual(size_t n);
+  void pre_norm(const std::vector<float>& norm, size_t n);
+  void add_residual(const std::vector<float>& post_norm, size_t n);
   void layer(uint32_t il, size_t n, size_t pos0);
   // The products of several weights with one input, in one parallel loop.
   void multiply(std::initializer_list<Product> products, const float* in, size_t n_in, size_t n);

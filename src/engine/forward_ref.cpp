@@ -344,7 +344,8 @@ ReferenceForward::ReferenceForward(const Model& model)
       v_cache_(model.hparams().n_layer) {
   for (const Layer& l : model.layers()) {
     layers_.push_back(LayerVectors{vec(l.attn_norm), vec(l.bq), vec(l.bk), vec(l.bv), vec(l.q_norm),
-                                   vec(l.k_norm), vec(l.ffn_norm)});
+                                   vec(l.k_norm), vec(l.ffn_norm), vec(l.post_attn_norm),
+                                   vec(l.post_ffn_norm)});
   }
 }
 
@@ -359,7 +360,8 @@ std::span<const float> ReferenceForward::step(int32_t token) {
   }
   // A branch's output into the residual stream, scaled first where the
   // model says so.
-  const auto add_branch = [&](std::vector<float> branch) {
+  const auto add_branch = [&](std::vector<float> branch, const std::vector<float>& post_norm) {
+    if (!post_norm.empty()) rms_norm(branch, post_norm, hp.rms_eps);
     if (hp.residual_scale != 0) {
       for (float& e : branch) e *= hp.residual_scale;
     }
@@ -375,7 +377,7 @@ std::span<const float> ReferenceForward::step(int32_t token) {
     // Attention block.
     std::vector<float> h = x;
     const LayerVectors& lv = layers_[il];
-    rms_norm(h, lv.attn_norm, hp.rms_eps);
+    if (!lv.attn_norm.empty()) rms_norm(h, lv.attn_norm, hp.rms_eps);
     std::vector<float> q, k, v;  // (n_head * head_dim), (n_head_kv * head_dim) twice
     if (l.wqkv) {
       const std::vector<float> qkv = matvec(l.wqkv, h);  // Q, then K, then V
@@ -392,14 +394,19 @@ std::span<const float> ReferenceForward::step(int32_t token) {
     if (!lv.bq.empty()) add(q, lv.bq);
     if (!lv.bk.empty()) add(k, lv.bk);
     if (!lv.bv.empty()) add(v, lv.bv);
+    const bool whole = m_.arch().post_norms_only;  // olmo2: Q and K normed whole
+    if (whole) {
+      rms_norm(q, lv.q_norm, hp.rms_eps);
+      rms_norm(k, lv.k_norm, hp.rms_eps);
+    }
     for (uint32_t hh = 0; hh < hp.n_head; ++hh) {
       std::span<float> head(q.data() + hh * hd, hd);
-      if (!lv.q_norm.empty()) rms_norm(head, lv.q_norm, hp.rms_eps);
+      if (!lv.q_norm.empty() && !whole) rms_norm(head, lv.q_norm, hp.rms_eps);
       if (rotates) ops::rope(head.data(), cos.data(), sin.data(), hp.n_rot, m_.arch().rope);
     }
     for (uint32_t hh = 0; hh < hp.n_head_kv; ++hh) {
       std::span<float> head(k.data() + hh * hd, hd);
-      if (!lv.k_norm.empty()) rms_norm(head, lv.k_norm, hp.rms_eps);
+      if (!lv.k_norm.empty() && !whole) rms_norm(head, lv.k_norm, hp.rms_eps);
       if (rotates) ops::rope(head.data(), cos.data(), sin.data(), hp.n_rot, m_.arch().rope);
     }
     if (m_.arch().scale_queries) {
@@ -429,11 +436,11 @@ std::span<const float> ReferenceForward::step(int32_t token) {
       attend(hd, 1, n_pos, q.data() + hh * hd, k_cache_[il].data() + kv_off,
              v_cache_[il].data() + kv_off, kv_dim, scale, attn.data() + hh * hd, nullptr);
     }
-    add_branch(matvec(l.wo, attn));
+    add_branch(matvec(l.wo, attn), lv.post_attn_norm);
 
     // Feed-forward block: SwiGLU (Shazeer 2020), down(silu(gate(h)) * up(h)).
     h = x;
-    rms_norm(h, lv.ffn_norm, hp.rms_eps);
+    if (!lv.ffn_norm.empty()) rms_norm(h, lv.ffn_norm, hp.rms_eps);
     std::vector<float> gate, up;
     if (l.w_gate) {
       gate = matvec(l.w_gate, h);
@@ -444,7 +451,7 @@ std::span<const float> ReferenceForward::step(int32_t token) {
       up.assign(both.begin() + static_cast<long>(hp.n_ff), both.end());
     }
     for (size_t i = 0; i < gate.size(); ++i) gate[i] = silu(gate[i]) * up[i];
-    add_branch(matvec(l.w_down, gate));
+    add_branch(matvec(l.w_down, gate), lv.post_ffn_norm);
   }
   rms_norm(x, output_norm_, hp.rms_eps);
   logits_ = matvec(m_.output(), x);

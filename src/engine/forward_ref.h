@@ -35,6 +35,7 @@ class ReferenceForward {
   // the model has none.
   struct LayerVectors {
     std::vector<float> attn_norm, bq, bk, bv, q_norm, k_norm, ffn_norm;
+    std::vector<float> post_attn_norm, post_ffn_norm;
   };
 
   const Model& m_;

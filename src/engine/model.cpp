@@ -17,6 +17,7 @@ constexpr ArchSpec kArchs[] = {
     {"granite", RopeStyle::Adjacent, false, false, /*scales=*/true},
     {"smollm3", RopeStyle::Adjacent, false, false, false, /*no_rope_step=*/4},
     {"phi3", RopeStyle::NeoX, false, false, false, 0, /*fused=*/true, /*scale_queries=*/true},
+    {"olmo2", RopeStyle::NeoX, false, true, false, 0, false, false, /*post_norms_only=*/true},
 };
 
 // Keys that llama.cpp reads for every architecture and that change the
@@ -79,8 +80,9 @@ Result<Model> Model::bind(const gguf::GgufFile& f) {
   if (!arch) return arch.error();
   m.arch_ = find_arch(*arch);
   if (m.arch_ == nullptr) {
-    return Error{prefix + "architecture '" + printable(*arch) +
-                 "' is not supported (quip runs llama, qwen2, qwen3, granite, smollm3 and phi3)"};
+    return Error{
+        prefix + "architecture '" + printable(*arch) +
+        "' is not supported (quip runs llama, qwen2, qwen3, phi3, olmo2, granite and smollm3)"};
   }
   const auto key = [&](std::string_view suffix) { return k::arch_key(*arch, suffix); };
   const auto u32 = [&](std::string_view suffix, uint32_t* out,
@@ -120,6 +122,14 @@ Result<Model> Model::bind(const gguf::GgufFile& f) {
     hp.rope_base = **v;
   }
   if (auto r = refuse_what_is_not_computed(f, *arch, prefix, hp); !r) return r.error();
+  if (m.arch_->post_norms_only) {
+    auto window = f.get_optional<uint32_t>(key("attention.sliding_window"));
+    if (!window) return window.error();
+    if (window->has_value() && **window > 0) {
+      return Error{prefix + "a sliding window of " + std::to_string(**window) + " (" +
+                   key("attention.sliding_window") + ") is not supported yet"};
+    }
+  }
   if (m.arch_->scales) {
     // Granite: the logit scale is required, the others optional (as llama.cpp).
     for (auto [suffix, out, required] :
@@ -189,9 +199,13 @@ Result<Model> Model::bind(const gguf::GgufFile& f) {
     const std::string b = "blk." + std::to_string(i) + ".";
     const bool bias = m.arch_->qkv_bias, norm = m.arch_->qk_norm;
     const bool fused = m.arch_->fused, apart = !fused;
+    const bool post = m.arch_->post_norms_only, pre = !post;
+    // olmo2 norms Q and K over the whole projection, qwen3 per head.
+    const uint64_t q_norm_width = post ? q_dim : hp.head_dim;
+    const uint64_t k_norm_width = post ? kv_dim : hp.head_dim;
     const uint64_t up_rows = uint64_t{hp.n_ff} * (fused ? 2 : 1);
     for (auto [name, n_in, n_out, required, out] :
-         {std::tuple{"attn_norm.weight", uint64_t{hp.n_embd}, uint64_t{1}, true, &l.attn_norm},
+         {std::tuple{"attn_norm.weight", uint64_t{hp.n_embd}, uint64_t{1}, pre, &l.attn_norm},
           std::tuple{"attn_q.weight", uint64_t{hp.n_embd}, q_dim, apart, &l.wq},
           std::tuple{"attn_k.weight", uint64_t{hp.n_embd}, kv_dim, apart, &l.wk},
           std::tuple{"attn_v.weight", uint64_t{hp.n_embd}, kv_dim, apart, &l.wv},
@@ -200,13 +214,22 @@ Result<Model> Model::bind(const gguf::GgufFile& f) {
           std::tuple{"attn_q.bias", q_dim, uint64_t{1}, bias, &l.bq},
           std::tuple{"attn_k.bias", kv_dim, uint64_t{1}, bias, &l.bk},
           std::tuple{"attn_v.bias", kv_dim, uint64_t{1}, bias, &l.bv},
-          std::tuple{"attn_q_norm.weight", uint64_t{hp.head_dim}, uint64_t{1}, norm, &l.q_norm},
-          std::tuple{"attn_k_norm.weight", uint64_t{hp.head_dim}, uint64_t{1}, norm, &l.k_norm},
-          std::tuple{"ffn_norm.weight", uint64_t{hp.n_embd}, uint64_t{1}, true, &l.ffn_norm},
+          std::tuple{"attn_q_norm.weight", q_norm_width, uint64_t{1}, norm, &l.q_norm},
+          std::tuple{"attn_k_norm.weight", k_norm_width, uint64_t{1}, norm, &l.k_norm},
+          std::tuple{"ffn_norm.weight", uint64_t{hp.n_embd}, uint64_t{1}, pre, &l.ffn_norm},
+          std::tuple{"post_attention_norm.weight", uint64_t{hp.n_embd}, uint64_t{1}, post,
+                     &l.post_attn_norm},
+          std::tuple{"post_ffw_norm.weight", uint64_t{hp.n_embd}, uint64_t{1}, post,
+                     &l.post_ffn_norm},
           std::tuple{"ffn_gate.weight", uint64_t{hp.n_embd}, uint64_t{hp.n_ff}, apart, &l.w_gate},
           std::tuple{"ffn_up.weight", uint64_t{hp.n_embd}, up_rows, true, &l.w_up},
           std::tuple{"ffn_down.weight", uint64_t{hp.n_ff}, uint64_t{hp.n_embd}, true, &l.w_down}}) {
       if (auto r = bind(b + name, n_in, n_out, required, out); !r) return r.error();
+    }
+    // Norms the spec does not place would be left unread.
+    if (pre ? (l.post_attn_norm || l.post_ffn_norm) : (l.attn_norm || l.ffn_norm)) {
+      return Error{prefix + "layer " + std::to_string(i) + " has norms that " + std::string(*arch) +
+                   " does not place: not supported"};
     }
     // One form or the other, never a mix that would leave a tensor unread.
     if (fused ? (l.wq || l.wk || l.wv || l.w_gate) : bool{l.wqkv}) {
@@ -243,8 +266,9 @@ uint64_t Model::weight_bytes_per_token() const {
     total += bytes(token_embd_) / token_embd_.n_out;
   }
   for (const Layer& l : layers_) {
-    for (const Weight* w : {&l.attn_norm, &l.wq, &l.wk, &l.wv, &l.wqkv, &l.wo, &l.bq, &l.bk, &l.bv,
-                            &l.q_norm, &l.k_norm, &l.ffn_norm, &l.w_gate, &l.w_up, &l.w_down}) {
+    for (const Weight* w :
+         {&l.attn_norm, &l.post_attn_norm, &l.post_ffn_norm, &l.wq, &l.wk, &l.wv, &l.wqkv, &l.wo,
+          &l.bq, &l.bk, &l.bv, &l.q_norm, &l.k_norm, &l.ffn_norm, &l.w_gate, &l.w_up, &l.w_down}) {
       total += bytes(*w);
     }
   }

@@ -37,6 +37,11 @@ struct ArchSpec {
   // phi3: the queries times 1/sqrt(head_dim) after the rotation, and the
   // attention scores unscaled (ggml rounds the scaled queries).
   bool scale_queries = false;
+  // olmo2: no norms before the branches; each branch's output RMS-normed
+  // (post_attention_norm, post_ffw_norm) before its residual add; Q and K
+  // normed over the whole projection, before the split into heads; a
+  // sliding window (Olmo 3) is refused until quip has one.
+  bool post_norms_only = false;
 };
 
 // The spec of `arch`, or nullptr for an architecture quip does not run.
@@ -52,7 +57,9 @@ struct Weight {
 
 struct Layer {
   Weight attn_norm, wq, wk, wv, wqkv, wo, bq, bk, bv, q_norm, k_norm;  // wqkv: fused
-  Weight ffn_norm, w_gate, w_up, w_down;  // fused: w_up holds the gate, no w_gate
+  Weight ffn_norm, w_gate, w_up, w_down;
+  Weight post_attn_norm, post_ffn_norm;  // olmo2's norms of the branch outputs  // fused: w_up
+                                         // holds the gate, no w_gate
 };
 
 struct Hparams {
