@@ -336,9 +336,12 @@ void Forward::multiply(std::initializer_list<Product> products, const float* in,
     });
   }
 
-  // Rows in tiles of kTile: a tile's weights stay in the L1 cache while
-  // every column group of the batch passes over them.
-  constexpr size_t kTile = 16;
+  // Rows in tiles of kTile: a tile's weights stay in the L2 cache while
+  // every column group of the batch passes over them, and each call's
+  // preparation of its columns (the kernels' scales and sums) serves 64
+  // rows. (16-row tiles, which fit the L1 cache, took 6-35% more CPU time
+  // over a 128-token batch on each of nine types measured.)
+  constexpr size_t kTile = 64;
   size_t n_tiles = 0;
   for (const Product& p : products) n_tiles += (p.w->n_out + kTile - 1) / kTile;
   pool_->parallel_for(n_tiles, [&](size_t begin, size_t end) {

@@ -12,6 +12,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <random>
 #include <vector>
 
 #include "kernels/blocks.h"
@@ -161,6 +162,90 @@ TEST(DotQ0, EveryCodeAtTheOperandsExtremesMatchesTheOrderExactly) {
                     << isa_name(isa) << " " << gguf::traits(k.type).name << " order "
                     << static_cast<int>(k.order) << " n=" << n << " col " << c << "/" << ncols
                     << " row " << r << "/" << nrows;
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+// Random blocks (scales of both signs, weight quants of every bit
+// pattern, operand quants over [-127, 127]: the quantizer's range, and the
+// domain of the AVX2 kernels' sign trick, as of ggml's) in the batch tiles'
+// shapes: row counts through several
+// sixteen- and four-row steps and every tail, every column count, rows
+// with gaps between them and at odd addresses, and column strides that are
+// not a block multiple. Each output must be the same bits as its order's
+// statement (the reference for the repacked order, vec_dot_order by rows)
+// and must not depend on the rows and columns it was computed with.
+std::vector<uint8_t> random_blocks(GgmlType type, size_t n, size_t rows, size_t stride,
+                                   std::mt19937& rng) {
+  std::vector<uint8_t> m(rows * stride + 1);  // + 1: rows at odd addresses
+  std::uniform_int_distribution<int> byte(0, 255);
+  std::uniform_real_distribution<float> scale(-0.02f, 0.02f);
+  const size_t block_bytes = gguf::traits(type).block_bytes;
+  for (size_t r = 0; r < rows; ++r) {
+    uint8_t* row = m.data() + 1 + r * stride;
+    for (size_t i = 0; i < stride; ++i) row[i] = static_cast<uint8_t>(byte(rng));
+    for (size_t b = 0; b < n / kBlock; ++b) {
+      const uint16_t d = f32_to_f16(scale(rng));
+      std::memcpy(row + b * block_bytes, &d, 2);
+    }
+  }
+  return m;
+}
+
+TEST(DotQ0, BatchTilesOfRandomBlocksMatchTheOrderExactly) {
+  const std::vector<Isa> isas = testing::simd_isas();
+  if (isas.empty()) GTEST_SKIP() << "this CPU has no SIMD kernels";
+  const Case cases[] = {{GgmlType::Q8_0, Order::kRows},       {GgmlType::Q4_0, Order::kRows},
+                        {GgmlType::Q5_0, Order::kRows},       {GgmlType::Q4_0, Order::kBlocks},
+                        {GgmlType::Q4_0, Order::kBlocksBy4},  {GgmlType::IQ4_NL, Order::kBlocks},
+                        {GgmlType::IQ4_NL, Order::kBlocksBy4}};
+  std::mt19937 rng(22);
+  for (const Case& k : cases) {
+    for (size_t n : {size_t{64}, size_t{352}}) {
+      constexpr size_t kRows = 41;  // two sixteen-row steps, then a tail of nine
+      const size_t w_stride = row_bytes(k.type, n) + 5;
+      const size_t a_stride = row_bytes(GgmlType::Q8_0, n) + 7;
+      const std::vector<uint8_t> w = random_blocks(k.type, n, kRows, w_stride, rng);
+      std::vector<uint8_t> a = random_blocks(GgmlType::Q8_0, n, kMaxCols, a_stride, rng);
+      for (int c = 0; c < kMaxCols; ++c) {
+        for (size_t b = 0; b < n / kBlock; ++b) {
+          uint8_t* q = a.data() + 1 + static_cast<size_t>(c) * a_stride + b * sizeof(BlockQ8_0) + 2;
+          for (int j = 0; j < kBlock; ++j) q[j] = q[j] == 0x80 ? 0x81 : q[j];  // -128 -> -127
+        }
+      }
+      float want[kMaxCols * kRows];
+      if (k.order == Order::kRows) {
+        for (int c = 0; c < kMaxCols; ++c) {
+          for (size_t r = 0; r < kRows; ++r) {
+            want[c * kRows + r] = vec_dot_order(k.type, n, w.data() + 1 + r * w_stride,
+                                                a.data() + 1 + static_cast<size_t>(c) * a_stride);
+          }
+        }
+      } else {
+        dot_function(k.type, Isa::Reference, k.order)(
+            n, w.data() + 1, w_stride, kRows, a.data() + 1, a_stride, kMaxCols, want, kRows);
+      }
+      for (Isa isa : isas) {
+        const DotFn fast = dot_function(k.type, isa, k.order);
+        for (int ncols = 1; ncols <= kMaxCols; ++ncols) {
+          for (size_t r0 : {size_t{0}, size_t{3}}) {  // tiles starting at rows 0 and 3
+            for (size_t nrows = 1; r0 + nrows <= kRows; ++nrows) {
+              float got[kMaxCols * kRows];
+              const int c0 = kMaxCols - ncols;  // the last columns
+              fast(n, w.data() + 1 + r0 * w_stride, w_stride, nrows,
+                   a.data() + 1 + static_cast<size_t>(c0) * a_stride, a_stride, ncols, got, kRows);
+              for (int c = 0; c < ncols; ++c) {
+                for (size_t r = 0; r < nrows; ++r) {
+                  ASSERT_EQ(got[c * kRows + r], want[(c0 + c) * kRows + r0 + r])
+                      << isa_name(isa) << " " << gguf::traits(k.type).name << " order "
+                      << static_cast<int>(k.order) << " n=" << n << " col " << c << "/" << ncols
+                      << " row " << r0 + r << " of " << nrows << " from " << r0;
+                }
               }
             }
           }
