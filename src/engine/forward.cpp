@@ -271,32 +271,39 @@ void Forward::multiply(std::initializer_list<Product> products, const float* in,
     });
   }
 
-  // Rows in tiles of kTile: a tile's weights stay in the L1 cache while
-  // every column group of the batch passes over them.
-  constexpr size_t kTile = 16;
+  // Rows in tiles (kernels::tile_rows): a tile's weights stay in the cache
+  // while every column group of the batch passes over them.
+  const auto tile_of = [&](const Product& p) {
+    const GgmlType type = p.w->tensor->type.type;
+    // llama.cpp's float orders for this weight and batch (a tied output is
+    // repacked too: llama.cpp loads it a second time, as a weight of the
+    // output layer); without them, every column as a token alone.
+    const kernels::BatchOrder order =
+        kernels::llama_cpp_order(type, p.w->n_out, n_in, llama_cpp_orders_ ? n : 1);
+    return std::pair{order, kernels::tile_rows(type, order.lead_order)};
+  };
   size_t n_tiles = 0;
-  for (const Product& p : products) n_tiles += (p.w->n_out + kTile - 1) / kTile;
+  for (const Product& p : products) {
+    const size_t rows = tile_of(p).second;
+    n_tiles += (p.w->n_out + rows - 1) / rows;
+  }
   pool_->parallel_for(n_tiles, [&](size_t begin, size_t end) {
     size_t tile = 0, product = 0;
     for (const Product& p : products) {
       const Operand& op = *operand_for[product++];
-      const size_t tiles = (p.w->n_out + kTile - 1) / kTile;
+      const auto [order, rows] = tile_of(p);
+      const size_t tiles = (p.w->n_out + rows - 1) / rows;
       const size_t lo = std::max(begin, tile), hi = std::min(end, tile + tiles);
       if (lo < hi) {
         const GgmlType type = p.w->tensor->type.type;
-        // llama.cpp's float orders for this weight and batch (a tied output
-        // is repacked too: llama.cpp loads it a second time, as a weight of
-        // the output layer); without them, every column as a token alone.
-        const kernels::BatchOrder order =
-            kernels::llama_cpp_order(type, p.w->n_out, n_in, llama_cpp_orders_ ? n : 1);
         const kernels::DotFn lead_dot = kernels::dot_function(type, isa_, order.lead_order);
         const kernels::DotFn rest_dot = kernels::dot_function(type, isa_, order.rest_order);
         const size_t lead = order.lead;
         const size_t w_bytes = kernels::row_bytes(type, n_in);
         const auto* w = reinterpret_cast<const uint8_t*>(p.w->tensor->data.data());
-        const size_t r_end = std::min<size_t>(p.w->n_out, (hi - tile) * kTile);
-        for (size_t r0 = (lo - tile) * kTile; r0 < r_end; r0 += kTile) {
-          const size_t r1 = std::min(r0 + kTile, r_end);
+        const size_t r_end = std::min<size_t>(p.w->n_out, (hi - tile) * rows);
+        for (size_t r0 = (lo - tile) * rows; r0 < r_end; r0 += rows) {
+          const size_t r1 = std::min(r0 + rows, r_end);
           for (size_t c0 = 0; c0 < n;) {
             const size_t limit = c0 < lead ? lead : n;
             const int ncols = static_cast<int>(std::min<size_t>(kernels::kMaxCols, limit - c0));

@@ -451,6 +451,12 @@ BatchOrder llama_cpp_order(GgmlType weight, uint64_t rows, size_t n_in, size_t n
   return {0, Order::kRows, Order::kRows};
 }
 
+size_t tile_rows(GgmlType weight, Order order) {
+  const bool widened =
+      order == Order::kTinyBlas && (weight == GgmlType::F16 || weight == GgmlType::BF16);
+  return widened ? 64 : 16;
+}
+
 DotFn dot_function(GgmlType weight, Isa isa, Order order) {
   const TypeEntry* e = find(weight);
   CHECK(e != nullptr);

@@ -95,6 +95,12 @@ struct BatchOrder {
 };
 BatchOrder llama_cpp_order(gguf::GgmlType weight, uint64_t rows, size_t n_in, size_t n);
 
+// Weight rows per call that suit the dot function of `weight` in `order`:
+// 64 for F16 and BF16 in kTinyBlas (the AVX-512 kernels widen each call's
+// columns to floats once for all its rows), 16 otherwise. Any count gives
+// the same results.
+size_t tile_rows(gguf::GgmlType weight, Order order);
+
 // The dot function for weights of `type` on `isa` (the reference when that
 // instruction set has no faster one), in `order` (kRows for a type that has
 // no such order).
