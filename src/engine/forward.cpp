@@ -263,10 +263,10 @@ void Forward::multiply(std::initializer_list<Product> products, const float* in,
   if (operand_.size() < bytes) operand_.resize(bytes);
   for (size_t i = 0; i < n_operands; ++i) {
     const Operand& op = operands[i];
+    const kernels::ToOperandFn to_operand = kernels::to_operand_function(op.type, isa_);
     pool_->parallel_for(n, [&](size_t begin, size_t end) {
       for (size_t t = begin; t < end; ++t) {
-        kernels::to_operand(op.type, in + t * n_in, operand_.data() + op.offset + t * op.row_bytes,
-                            n_in);
+        to_operand(in + t * n_in, operand_.data() + op.offset + t * op.row_bytes, n_in);
       }
     });
   }

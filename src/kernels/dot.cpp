@@ -423,6 +423,30 @@ void to_operand(GgmlType operand, const float* x, void* dst, size_t n) {
 }
 
 namespace {
+template <GgmlType kOperand>
+void to_operand_as(const float* x, void* dst, size_t n) {
+  to_operand(kOperand, x, dst, n);
+}
+}  // namespace
+
+ToOperandFn to_operand_function(GgmlType operand, Isa isa) {
+  ToOperandFn fast = nullptr;
+  if (isa == Isa::Avx2) fast = avx2::to_operand_function(operand);
+  if (isa == Isa::Avx512) fast = avx512::to_operand_function(operand);
+  if (fast != nullptr) return fast;
+  switch (operand) {
+    case GgmlType::F32: return to_operand_as<GgmlType::F32>;
+    case GgmlType::F16: return to_operand_as<GgmlType::F16>;
+    case GgmlType::BF16: return to_operand_as<GgmlType::BF16>;
+    case GgmlType::Q8_0: return to_operand_as<GgmlType::Q8_0>;
+    case GgmlType::Q8_1: return to_operand_as<GgmlType::Q8_1>;
+    case GgmlType::Q8_K: return to_operand_as<GgmlType::Q8_K>;
+    default: CHECK(false && "not an operand type");
+  }
+  return nullptr;
+}
+
+namespace {
 
 // Whether weights of `weight` type have `order`.
 bool has_order(GgmlType weight, Order order) {

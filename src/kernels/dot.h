@@ -55,6 +55,12 @@ size_t row_bytes(gguf::GgmlType type, size_t n);
 // row_bytes(operand, n) bytes.
 void to_operand(gguf::GgmlType operand, const float* x, void* dst, size_t n);
 
+// to_operand for one operand format, as chosen for `isa`: F16 and BF16
+// rows converted 8 values at a time with AVX2 or AVX-512 (the same bits as
+// to_operand's, NaNs included), the rest to_operand itself.
+using ToOperandFn = void (*)(const float* x, void* dst, size_t n);
+ToOperandFn to_operand_function(gguf::GgmlType operand, Isa isa);
+
 // out[c * out_stride + r] = dot(w + r * w_stride, a + c * a_stride) for
 // r in [0, nrows), c in [0, ncols): a tile of weight rows of n values
 // against ncols operand rows. Tiles let a kernel decode each weight block

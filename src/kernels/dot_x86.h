@@ -13,11 +13,13 @@ DotFn dot_function(gguf::GgmlType weight, Order order);
 AttendFn attend_function(size_t head_dim);
 AttendTilesFn attend_tiles_function();
 SwigluFn swiglu_function();
+ToOperandFn to_operand_function(gguf::GgmlType operand);
 }  // namespace avx2
 namespace avx512 {
 DotFn dot_function(gguf::GgmlType weight, Order order);
 AttendFn attend_function(size_t head_dim);
 AttendTilesFn attend_tiles_function();
 SwigluFn swiglu_function();
+ToOperandFn to_operand_function(gguf::GgmlType operand);
 }  // namespace avx512
 }  // namespace quip::kernels
