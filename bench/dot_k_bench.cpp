@@ -1,4 +1,5 @@
-// The quantized dot kernels on their own, as the forward calls them.
+// The dot kernels on their own, as the forward calls them (the quantized
+// types, and F32, F16 and BF16 weights with modest random values).
 //
 // Claim shown: each kernel's speed apart from memory: a 512 x 2048 weight
 // (0.5 to 0.8 MiB, in the L2 cache after the first pass) multiplied by 1
@@ -45,6 +46,17 @@ std::vector<uint8_t> random_weights(GgmlType type, std::mt19937& rng) {
     case GgmlType::Q4_K:
     case GgmlType::Q5_K: halves = {0, 2}; break;
     case GgmlType::Q6_K: halves = {208}; break;
+    case GgmlType::F32:
+    case GgmlType::F16:
+    case GgmlType::BF16: {  // modest finite values instead of random bits
+      std::vector<float> x(kIn);
+      std::normal_distribution<float> value(0.0f, 0.02f);
+      for (size_t r = 0; r < kRows; ++r) {
+        for (float& v : x) v = value(rng);
+        k::to_operand(type, x.data(), w.data() + r * row, kIn);
+      }
+      return w;
+    }
     default: halves = {0}; break;
   }
   const uint16_t h = k::f32_to_f16(0.01f);
@@ -120,7 +132,16 @@ void Args32(benchmark::internal::Benchmark* b) {
     }
   }
 }
+// The float formats: by rows for one column, tinyBLAS's order for a batch.
+void ArgsFloat(benchmark::internal::Benchmark* b) {
+  for (GgmlType t : {GgmlType::F32, GgmlType::F16, GgmlType::BF16}) {
+    for (int isa : {1, 2}) {
+      for (int cols : {1, 64}) b->Args({static_cast<int>(t), isa, cols, cols == 1 ? 0 : 3});
+    }
+  }
+}
 BENCHMARK(BM_Dot)->Apply(Args)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Dot)->Apply(Args32)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Dot)->Apply(ArgsFloat)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
