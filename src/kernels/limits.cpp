@@ -18,6 +18,9 @@ uint64_t sum_words(std::span<const uint64_t> words) {
   uint64_t s[8] = {};
   size_t i = 0;
   for (; i + 8 <= words.size(); i += 8) {
+    // Two kilobytes ahead, as the kernels prefetch their next rows: the
+    // hardware prefetcher alone streams slower than they read.
+    __builtin_prefetch(words.data() + i + 256);
     for (size_t j = 0; j < 8; ++j) s[j] += words[i + j];
   }
   for (; i < words.size(); ++i) s[0] += words[i];
