@@ -89,15 +89,20 @@ TEST_P(SharedModels, GreedyDecodingMatchesLlamaCpp) {
             "");
 }
 
-std::vector<std::string> shared_models() {
+// The .gguf files of a folder of ../shared, sorted.
+std::vector<std::string> model_files(const char* folder) {
   std::vector<std::string> names;
-  const auto dir = testing::shared_dir() / "models";
+  const auto dir = testing::shared_dir() / folder;
   if (!std::filesystem::exists(dir)) return {"missing.gguf"};
   for (const auto& e : std::filesystem::directory_iterator(dir)) {
     if (e.path().extension() == ".gguf") names.push_back(e.path().filename().string());
   }
   std::sort(names.begin(), names.end());
   return names;
+}
+
+std::vector<std::string> shared_models() {
+  return model_files("models");
 }
 
 INSTANTIATE_TEST_SUITE_P(Shared, SharedModels, ::testing::ValuesIn(shared_models()),
@@ -132,18 +137,7 @@ TEST_P(ArchModels, MatchLlamaCppOrAreRefusedByName) {
   EXPECT_EQ(engine.argmax_misses, 0u);
 }
 
-std::vector<std::string> arch_models() {
-  std::vector<std::string> names;
-  const auto dir = testing::shared_dir() / "archs";
-  if (!std::filesystem::exists(dir)) return {"missing.gguf"};
-  for (const auto& e : std::filesystem::directory_iterator(dir)) {
-    if (e.path().extension() == ".gguf") names.push_back(e.path().filename().string());
-  }
-  std::sort(names.begin(), names.end());
-  return names;
-}
-
-INSTANTIATE_TEST_SUITE_P(Shared, ArchModels, ::testing::ValuesIn(arch_models()),
+INSTANTIATE_TEST_SUITE_P(Shared, ArchModels, ::testing::ValuesIn(model_files("archs")),
                          reference::ModelTestName());
 
 // A prompt of a model's own reference, long enough for several batches.
