@@ -28,9 +28,11 @@ constexpr ArchSpec kArchs[] = {
 //     type, applies YaRN's ramp and magnitude for type yarn, LongRoPE's
 //     factors for longrope, and multiplies by attn_factor.
 //   - Value heads of another size than the key heads.
-Result<void> refuse_what_is_not_computed(const gguf::GgufFile& f, std::string_view arch,
+//   - A sliding window, for the architectures whose llama.cpp loader reads
+//     one (olmo2: Olmo 3's), until quip has one.
+Result<void> refuse_what_is_not_computed(const gguf::GgufFile& f, const ArchSpec& spec,
                                          const std::string& prefix, const Hparams& hp) {
-  const auto key = [&](std::string_view suffix) { return gguf::keys::arch_key(arch, suffix); };
+  const auto key = [&](std::string_view suffix) { return gguf::keys::arch_key(spec.name, suffix); };
   auto type = f.get_optional<std::string_view>(key("rope.scaling.type"));
   if (!type) return type.error();
   const std::string_view kind = type->value_or("linear");
@@ -59,6 +61,14 @@ Result<void> refuse_what_is_not_computed(const gguf::GgufFile& f, std::string_vi
     return Error{prefix + "value heads of " + std::to_string(**value_length) + " (" +
                  key("attention.value_length") + ") differ from key heads of " +
                  std::to_string(hp.head_dim) + ": not supported yet"};
+  }
+  if (spec.post_norms_only) {
+    auto window = f.get_optional<uint32_t>(key("attention.sliding_window"));
+    if (!window) return window.error();
+    if (window->has_value() && **window > 0) {
+      return Error{prefix + "a sliding window of " + std::to_string(**window) + " (" +
+                   key("attention.sliding_window") + ") is not supported yet"};
+    }
   }
   return {};
 }
@@ -121,15 +131,7 @@ Result<Model> Model::bind(const gguf::GgufFile& f) {
   } else if (v->has_value()) {
     hp.rope_base = **v;
   }
-  if (auto r = refuse_what_is_not_computed(f, *arch, prefix, hp); !r) return r.error();
-  if (m.arch_->post_norms_only) {
-    auto window = f.get_optional<uint32_t>(key("attention.sliding_window"));
-    if (!window) return window.error();
-    if (window->has_value() && **window > 0) {
-      return Error{prefix + "a sliding window of " + std::to_string(**window) + " (" +
-                   key("attention.sliding_window") + ") is not supported yet"};
-    }
-  }
+  if (auto r = refuse_what_is_not_computed(f, *m.arch_, prefix, hp); !r) return r.error();
   if (m.arch_->scales) {
     // Granite: the logit scale is required, the others optional (as llama.cpp).
     for (auto [suffix, out, required] :
