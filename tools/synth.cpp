@@ -24,6 +24,7 @@
 // no single type, are --mix. The vocabulary is byte-level BPE with no
 // merges: 256 byte tokens, then control tokens up to the real vocabulary
 // size.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -31,6 +32,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "gguf/keys.h"
@@ -111,12 +113,38 @@ struct Rng {
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
     return z ^ (z >> 31);
   }
+  // The generator `n` draws later: splitmix64's state only counts.
+  Rng skipped(uint64_t n) const { return Rng{s + n * 0x9E3779B97F4A7C15ULL}; }
   // Uniform on (-a, a) with a = sqrt(3) * 0.02: the spread of a 0.02 normal.
   float weight() {
     constexpr float a = 0.034641f;
     return (static_cast<float>(next() >> 40) * 0x1.0p-24f * 2.0f - 1.0f) * a;
   }
 };
+
+// Draws n_out rows of n_in weights from `start`, in order, and hands each to
+// `use(row_index, values)`. The rows are split over the machine's threads;
+// each thread starts its generator where the sequence reaches its first row,
+// so the file is the same on any number of threads.
+template <typename Use>
+void fill_rows(const Rng& start, uint64_t n_in, uint64_t n_out, const Use& use) {
+  const uint64_t threads =
+      std::clamp<uint64_t>(std::thread::hardware_concurrency(), 1, std::max<uint64_t>(n_out / 64, 1));
+  const auto work = [&](uint64_t first, uint64_t end) {
+    Rng rng = start.skipped(first * n_in);
+    std::vector<float> row(n_in);
+    for (uint64_t r = first; r < end; ++r) {
+      for (float& v : row) v = rng.weight();
+      use(r, row.data());
+    }
+  };
+  std::vector<std::thread> pool;
+  for (uint64_t t = 1; t < threads; ++t) {
+    pool.emplace_back(work, n_out * t / threads, n_out * (t + 1) / threads);
+  }
+  work(0, n_out / threads);
+  for (std::thread& t : pool) t.join();
+}
 
 void add_vocabulary(GgufWriter& w, const Shape& s) {
   namespace k = quip::gguf::keys;
@@ -176,13 +204,11 @@ int write_model(const Shape& s, WeightTypes weights, const std::string& path, ui
     const uint64_t row_bytes = n_in / traits.block_size * traits.block_bytes;
     w.add_generated_tensor(name, static_cast<uint32_t>(type), {n_in, n_out}, row_bytes * n_out,
                            [=, seed = tensor_seed++](std::span<std::byte> out) {
-                             Rng rng{seed * 0x100000001B3ULL + 1};
-                             std::vector<float> row(n_in);
-                             for (uint64_t r = 0; r < n_out; ++r) {
-                               for (float& v : row) v = rng.weight();
-                               quip::kernels::quantize_row(type, row.data(),
-                                                           out.data() + r * row_bytes, n_in);
-                             }
+                             const Rng start{seed * 0x100000001B3ULL + 1};
+                             fill_rows(start, n_in, n_out, [&](uint64_t r, const float* row) {
+                               quip::kernels::quantize_row(type, row, out.data() + r * row_bytes,
+                                                           n_in);
+                             });
                            });
   };
   const auto ones = [&](const std::string& name, uint64_t n) {
