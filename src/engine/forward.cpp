@@ -98,17 +98,27 @@ void Forward::eval_batch(std::span<const int32_t> tokens, bool all_logits, float
     const float inv = 1.0f / hp_.logit_scale;
     for (size_t i = 0; i < n_rows * hp_.n_vocab; ++i) logits[i] *= inv;
   }
+  if (hp_.final_softcap != 0) {
+    ops::softcap(logits, n_rows * hp_.n_vocab, hp_.final_softcap);
+  }
 }
 
 // The rotation angles of each position of the batch, shared by every head
-// and layer.
+// and layer: one table for the global layers, one for the sliding ones
+// where they rotate otherwise.
 void Forward::rope_tables(size_t n, size_t pos0) {
   const uint32_t half = hp_.n_rot / 2;
-  cos_.resize(n * half), sin_.resize(n * half);
-  for (size_t t = 0; t < n; ++t) {
-    ops::rope_angles(pos0 + t, hp_, freq_factors_.empty() ? nullptr : freq_factors_.data(),
-                     cos_.data() + t * half, sin_.data() + t * half);
+  const bool apart = hp_.window != 0 && !(hp_.rope_sliding == hp_.rope);
+  for (size_t table = 0; table < (apart ? 2 : 1); ++table) {
+    const RopeFrequencies& rope = table == 0 ? hp_.rope : hp_.rope_sliding;
+    cos_[table].resize(n * half), sin_[table].resize(n * half);
+    for (size_t t = 0; t < n; ++t) {
+      ops::rope_angles(pos0 + t, rope, hp_.n_rot,
+                       freq_factors_.empty() ? nullptr : freq_factors_.data(),
+                       cos_[table].data() + t * half, sin_[table].data() + t * half);
+    }
   }
+  sliding_table_ = apart ? 1 : 0;
 }
 
 void Forward::layer(uint32_t il, size_t n, size_t pos0) {
@@ -139,10 +149,12 @@ void Forward::layer(uint32_t il, size_t n, size_t pos0) {
   // halves, the queries rounded to halves too (ggml converts Q to the
   // cache's type for the K dot products).
   const bool rotates = hp_.rotates(il, m_.arch());
-  const float query_scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  const size_t window = hp_.window_of(il);
+  const std::vector<float>& cos = cos_[window != 0 ? sliding_table_ : 0];
+  const std::vector<float>& sin = sin_[window != 0 ? sliding_table_ : 0];
   const auto rotate = [&](float* head, size_t t) {
     if (!rotates) return;
-    ops::rope(head, cos_.data() + t * half, sin_.data() + t * half, hp_.n_rot, m_.arch().rope);
+    ops::rope(head, cos.data() + t * half, sin.data() + t * half, hp_.n_rot, m_.arch().rope);
   };
   // A batch of 64 tokens or more attends as ggml's tiled kernel does, with
   // the queries in float (kernels::attends_in_tiles).
@@ -157,7 +169,7 @@ void Forward::layer(uint32_t il, size_t n, size_t pos0) {
       for (size_t i = 0; i < lv.bq.size(); ++i) q[i] += lv.bq[i];
       for (size_t i = 0; i < lv.bk.size(); ++i) k[i] += lv.bk[i];
       for (size_t i = 0; i < lv.bv.size(); ++i) v[i] += lv.bv[i];
-      const bool whole = m_.arch().post_norms_only;  // olmo2: Q and K normed whole
+      const bool whole = m_.arch().qk_norm_whole;  // olmo2: Q and K normed whole
       if (whole) {
         ops::rms_norm(q, lv.q_norm.data(), q, q_dim, hp_.rms_eps);
         ops::rms_norm(k, lv.k_norm.data(), k, kv_dim, hp_.rms_eps);
@@ -168,7 +180,7 @@ void Forward::layer(uint32_t il, size_t n, size_t pos0) {
         rotate(q + h * hd, t);
       }
       if (m_.arch().scale_queries) {
-        for (size_t i = 0; i < q_dim; ++i) q[i] *= query_scale;
+        for (size_t i = 0; i < q_dim; ++i) q[i] *= hp_.query_scale;
       }
       for (uint32_t h = 0; h < hp_.n_head_kv; ++h) {
         if (!lv.k_norm.empty() && !whole)
@@ -187,10 +199,12 @@ void Forward::layer(uint32_t il, size_t n, size_t pos0) {
     }
   });
 
-  // attention: causal, query t sees positions 0..pos0+t; grouped-query
-  // heads (Ainslie et al. 2023) share KV head h / group.
+  // attention: causal, query t sees positions first_seen(pos0 + t,
+  // window)..pos0 + t; grouped-query heads (Ainslie et al. 2023) share KV
+  // head h / group.
   const uint32_t group = hp_.n_head / hp_.n_head_kv;
-  const float scale = m_.arch().scale_queries ? 1.0f : hp_.attention_scale_or_default();
+  const kernels::Scores scores(m_.arch().scale_queries ? 1.0f : hp_.attention_scale_or_default(),
+                               hp_.attn_softcap);
   if (tiles) {
     // One item: one head's queries of one tile of kAttentionQueryTile tokens.
     constexpr size_t kRows = kernels::kAttentionQueryTile;
@@ -200,7 +214,7 @@ void Forward::layer(uint32_t il, size_t n, size_t pos0) {
         const size_t h = item / row_tiles, t0 = item % row_tiles * kRows;
         const size_t kv_head = h / group;
         attend_tiles_(hd, std::min(kRows, n - t0), pos0 + t0, q_.data() + t0 * q_dim + h * hd,
-                      q_dim, k_cache + kv_head * hd, v_cache + kv_head * hd, kv_dim, scale,
+                      q_dim, k_cache + kv_head * hd, v_cache + kv_head * hd, kv_dim, scores, window,
                       attn_.data() + t0 * q_dim + h * hd, q_dim);
       }
     });
@@ -221,18 +235,22 @@ void Forward::layer(uint32_t il, size_t n, size_t pos0) {
         const uint16_t* k = k_cache + kv_head * hd;
         const uint16_t* v = v_cache + kv_head * hd;
         float* out = attn_.data() + t * q_dim + h * hd;
+        const size_t start = kernels::first_seen(pos0 + t, window);
         if (split == 0) {
-          attend_(hd, heads, pos0 + t + 1, q, k, v, kv_dim, scale, out, nullptr);
+          attend_(hd, heads, pos0 + t + 1 - start, q, k + start * kv_dim, v + start * kv_dim,
+                  kv_dim, scores, out, nullptr);
           continue;
         }
         // Chunk c of head g: its state at partials[(c * heads + g) * 2], its
-        // accumulator at accs[(c * heads + g) * hd].
+        // accumulator at accs[(c * heads + g) * hd]; a chunk wholly before
+        // the window stays empty, as ggml skips masked positions.
         constexpr size_t kChunks = kernels::kSplitAttentionChunks;
         thread_local std::vector<float> accs, partials;
         accs.resize(kChunks * heads * hd), partials.assign(kChunks * heads * 2, 0.0f);
         for (size_t c = 0; c < kChunks && c * split < pos0 + 1; ++c) {
-          const size_t from = c * split, to = std::min((c + 1) * split, pos0 + 1);
-          attend_(hd, heads, to - from, q, k + from * kv_dim, v + from * kv_dim, kv_dim, scale,
+          const size_t from = std::max(c * split, start), to = std::min((c + 1) * split, pos0 + 1);
+          if (from >= to) continue;
+          attend_(hd, heads, to - from, q, k + from * kv_dim, v + from * kv_dim, kv_dim, scores,
                   accs.data() + c * heads * hd, partials.data() + c * heads * 2);
         }
         for (size_t g = 0; g < heads; ++g) {
@@ -247,7 +265,8 @@ void Forward::layer(uint32_t il, size_t n, size_t pos0) {
   multiply({{&l.wo, h_.data()}}, attn_.data(), q_dim, n);
   add_residual(lv.post_attn_norm, n);
 
-  // ffn_norm, SwiGLU feed-forward (Shazeer 2020): down(silu(gate) * up)
+  // ffn_norm, gated feed-forward (Shazeer 2020): down(act(gate) * up), act
+  // SiLU or GELU
   pre_norm(lv.ffn_norm, n);
   const size_t n_ff = hp_.n_ff;
   if (l.w_gate) {
@@ -262,8 +281,10 @@ void Forward::layer(uint32_t il, size_t n, size_t pos0) {
       std::copy(from + n_ff, from + 2 * n_ff, up_.data() + t * n_ff);
     }
   }
+  const bool geglu = m_.arch().ffn == Activation::GeGLU;
   pool_->parallel_for(n * n_ff, [&](size_t begin, size_t end) {
-    swiglu_(gate_.data() + begin, up_.data() + begin, gate_.data() + begin, end - begin);
+    (geglu ? kernels::geglu : swiglu_)(gate_.data() + begin, up_.data() + begin,
+                                       gate_.data() + begin, end - begin);
   });
   multiply({{&l.w_down, h_.data()}}, gate_.data(), n_ff, n);
   add_residual(lv.post_ffn_norm, n);

@@ -3,8 +3,10 @@
 // appending to a KV cache. Weights are used in place in the memory map.
 //
 // One generic pass for every architecture (ArchSpec says what differs), as
-// a list of named steps per layer: attention_norm, qkv, rope, attention,
-// output projection, ffn_norm, SwiGLU feed-forward. The arithmetic follows
+// a list of named steps per layer: attention_norm, qkv, rope, attention
+// (over a sliding window where the layer has one), output projection,
+// post-attention norm, residual, ffn_norm, SwiGLU or GeGLU feed-forward,
+// post-FFN norm, residual. The arithmetic follows
 // llama.cpp's CPU backend (activation formats of the dot products, F16
 // cache, half-precision attention accumulator) so the next-token
 // distributions match its outputs; ReferenceForward is the scalar
@@ -107,7 +109,10 @@ class Forward {
   std::vector<float> attn_;       // (batch, n_head * head_dim)
   std::vector<float> gate_, up_;  // (batch, n_ff)
   std::vector<float> fused_;      // a fused product's rows before the split
-  std::vector<float> cos_, sin_;  // (batch, n_rot / 2)
+  // (batch, n_rot / 2) per rotation: [0] the global layers', [sliding_table_]
+  // the sliding layers'.
+  std::vector<float> cos_[2], sin_[2];
+  size_t sliding_table_ = 0;
   std::vector<uint8_t> operand_;  // (batch, operand row bytes)
   std::vector<float> logits_;     // (n, n_vocab)
 };

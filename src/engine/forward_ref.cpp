@@ -367,12 +367,14 @@ std::span<const float> ReferenceForward::step(int32_t token) {
     }
     add(x, branch);
   };
-  std::vector<float> cos(hp.n_rot / 2), sin(hp.n_rot / 2);
-  ops::rope_angles(pos_, hp, freq_factors_.empty() ? nullptr : freq_factors_.data(), cos.data(),
-                   sin.data());
   for (uint32_t il = 0; il < hp.n_layer; ++il) {
     const Layer& l = m_.layers()[il];
     const bool rotates = hp.rotates(il, m_.arch());
+    // A sliding layer's rotation may have its own base and scale.
+    std::vector<float> cos(hp.n_rot / 2), sin(hp.n_rot / 2);
+    ops::rope_angles(pos_, hp.rope_of(il), hp.n_rot,
+                     freq_factors_.empty() ? nullptr : freq_factors_.data(), cos.data(),
+                     sin.data());
 
     // Attention block.
     std::vector<float> h = x;
@@ -394,7 +396,7 @@ std::span<const float> ReferenceForward::step(int32_t token) {
     if (!lv.bq.empty()) add(q, lv.bq);
     if (!lv.bk.empty()) add(k, lv.bk);
     if (!lv.bv.empty()) add(v, lv.bv);
-    const bool whole = m_.arch().post_norms_only;  // olmo2: Q and K normed whole
+    const bool whole = m_.arch().qk_norm_whole;  // olmo2: Q and K normed whole
     if (whole) {
       rms_norm(q, lv.q_norm, hp.rms_eps);
       rms_norm(k, lv.k_norm, hp.rms_eps);
@@ -410,8 +412,7 @@ std::span<const float> ReferenceForward::step(int32_t token) {
       if (rotates) ops::rope(head.data(), cos.data(), sin.data(), hp.n_rot, m_.arch().rope);
     }
     if (m_.arch().scale_queries) {
-      const float query_scale = 1.0f / std::sqrt(static_cast<float>(hd));
-      for (float& e : q) e *= query_scale;
+      for (float& e : q) e *= hp.query_scale;
     }
     // The cache holds half precision, as llama.cpp's (F16) does.
     for (float e : k) k_cache_[il].push_back(kernels::f32_to_f16(e));
@@ -425,20 +426,24 @@ std::span<const float> ReferenceForward::step(int32_t token) {
     // with): an online softmax (Milakov & Gimelshein 2018) whose running
     // sum of V rows is kept in half precision. The tiny random models are
     // sensitive enough that a float accumulator misses their tolerance.
-    const size_t n_pos = pos_ + 1;
+    // A sliding layer's query sees the last `window` positions (Beltagy et
+    // al. 2020), and Gemma 2 soft-caps the scores.
+    const size_t start = kernels::first_seen(pos_, hp.window_of(il)), n_pos = pos_ + 1 - start;
     std::vector<float> attn(size_t{hp.n_head} * hd, 0.0f);
-    const float scale = m_.arch().scale_queries ? 1.0f : hp.attention_scale_or_default();
+    const kernels::Scores scores(m_.arch().scale_queries ? 1.0f : hp.attention_scale_or_default(),
+                                 hp.attn_softcap);
     // The arithmetic is kernels/attention.h's reference: ggml's flash
     // attention, step by step.
     const kernels::AttendFn attend = kernels::attend_function(kernels::Isa::Reference, hd);
     for (uint32_t hh = 0; hh < hp.n_head; ++hh) {
       const size_t kv_off = size_t{hh / group} * hd;
-      attend(hd, 1, n_pos, q.data() + hh * hd, k_cache_[il].data() + kv_off,
-             v_cache_[il].data() + kv_off, kv_dim, scale, attn.data() + hh * hd, nullptr);
+      attend(hd, 1, n_pos, q.data() + hh * hd, k_cache_[il].data() + start * kv_dim + kv_off,
+             v_cache_[il].data() + start * kv_dim + kv_off, kv_dim, scores, attn.data() + hh * hd,
+             nullptr);
     }
     add_branch(matvec(l.wo, attn), lv.post_attn_norm);
 
-    // Feed-forward block: SwiGLU (Shazeer 2020), down(silu(gate(h)) * up(h)).
+    // Feed-forward block: SwiGLU or GeGLU (Shazeer 2020), down(act(gate(h)) * up(h)).
     h = x;
     if (!lv.ffn_norm.empty()) rms_norm(h, lv.ffn_norm, hp.rms_eps);
     std::vector<float> gate, up;
@@ -450,7 +455,11 @@ std::span<const float> ReferenceForward::step(int32_t token) {
       gate.assign(both.begin(), both.begin() + static_cast<long>(hp.n_ff));
       up.assign(both.begin() + static_cast<long>(hp.n_ff), both.end());
     }
-    for (size_t i = 0; i < gate.size(); ++i) gate[i] = silu(gate[i]) * up[i];
+    if (m_.arch().ffn == Activation::GeGLU) {
+      kernels::geglu(gate.data(), up.data(), gate.data(), gate.size());
+    } else {
+      for (size_t i = 0; i < gate.size(); ++i) gate[i] = silu(gate[i]) * up[i];
+    }
     add_branch(matvec(l.w_down, gate), lv.post_ffn_norm);
   }
   rms_norm(x, output_norm_, hp.rms_eps);
@@ -459,6 +468,7 @@ std::span<const float> ReferenceForward::step(int32_t token) {
     const float inv = 1.0f / hp.logit_scale;
     for (float& e : logits_) e *= inv;
   }
+  if (hp.final_softcap != 0) ops::softcap(logits_.data(), logits_.size(), hp.final_softcap);
   ++pos_;
   return logits_;
 }

@@ -1,6 +1,7 @@
 #include "engine/model.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "base/text.h"
 #include "gguf/keys.h"
@@ -11,65 +12,152 @@ namespace quip::engine {
 namespace {
 
 constexpr ArchSpec kArchs[] = {
-    {"llama", RopeStyle::Adjacent, false, false},
-    {"qwen2", RopeStyle::NeoX, true, false},
-    {"qwen3", RopeStyle::NeoX, false, true},
-    {"granite", RopeStyle::Adjacent, false, false, /*scales=*/true},
-    {"smollm3", RopeStyle::Adjacent, false, false, false, /*no_rope_step=*/4},
-    {"phi3", RopeStyle::NeoX, false, false, false, 0, /*fused=*/true, /*scale_queries=*/true},
-    {"olmo2", RopeStyle::NeoX, false, true, false, 0, false, false, /*post_norms_only=*/true},
+    {.name = "llama"},
+    {.name = "qwen2", .rope = RopeStyle::NeoX, .qkv_bias = true},
+    {.name = "qwen3", .rope = RopeStyle::NeoX, .qk_norm = true},
+    {.name = "granite", .scales = true},
+    {.name = "smollm3", .no_rope_step = 4},
+    {.name = "phi3", .rope = RopeStyle::NeoX, .fused = true, .scale_queries = true},
+    {.name = "olmo2",
+     .rope = RopeStyle::NeoX,
+     .qk_norm = true,
+     .qk_norm_whole = true,
+     .pre_norms = false,
+     .post_norms = true,
+     .sliding = {.default_window = 0, .default_pattern = 4, .inherits_base = true},
+     .slides = true},
+    {.name = "gemma2",
+     .rope = RopeStyle::NeoX,
+     .scale_queries = true,
+     .post_norms = true,
+     .ffn = Activation::GeGLU,
+     .embed_scale_sqrt = true,
+     .attn_softcap = true,
+     .final_softcap_default = 30.0f,
+     .final_softcap = true,
+     .wide_query_scale_layers = 46,
+     .sliding = {.default_window = 4096,
+                 .default_pattern = 2,
+                 .inherits_base = true,
+                 .inherits_scale = true},
+     .slides = true},
+    {.name = "gemma3",
+     .rope = RopeStyle::NeoX,
+     .qk_norm = true,
+     .scale_queries = true,
+     .post_norms = true,
+     .ffn = Activation::GeGLU,
+     .embed_scale_sqrt = true,
+     .final_softcap = true,
+     .wide_query_scale_layers = 62,
+     .sliding = {.default_window = 0, .default_pattern = 6},
+     .slides = true},
 };
 
-// Keys that llama.cpp reads for every architecture and that change the
-// computation in ways quip does not implement yet: a file that sets them is
-// refused, naming the key and value, never computed as if they were absent.
-//   - RoPE scaling: llama.cpp scales every rotation by 1 / factor
-//     (rope.scaling.factor, or the older rope.scale_linear) whatever the
-//     type, applies YaRN's ramp and magnitude for type yarn, LongRoPE's
-//     factors for longrope, and multiplies by attn_factor.
-//   - Value heads of another size than the key heads.
-//   - A sliding window, for the architectures whose llama.cpp loader reads
-//     one (olmo2: Olmo 3's), until quip has one.
-Result<void> refuse_what_is_not_computed(const gguf::GgufFile& f, const ArchSpec& spec,
-                                         const std::string& prefix, const Hparams& hp) {
+// The keys of rotation, attention and output that change the computation:
+// read into `hp` where quip computes them; otherwise refused, naming the key
+// and value, never computed as if they were absent.
+//   - RoPE scaling: for type linear (the default) every angle times 1 /
+//     rope.scaling.factor (or the older rope.scale_linear); for none, no
+//     scaling; cos and sin times rope.scaling.attn_factor. YaRN and
+//     LongRoPE are refused until quip computes them.
+//   - Value heads of another size than the key heads; sliding layers with
+//     other head or rotation sizes than the others (per-layer KV widths).
+//   - Sliding windows, soft caps and the query scale, as the family's
+//     llama.cpp loader reads them.
+Result<void> read_attention_keys(const gguf::GgufFile& f, const ArchSpec& spec,
+                                 const std::string& prefix, Hparams& hp) {
   const auto key = [&](std::string_view suffix) { return gguf::keys::arch_key(spec.name, suffix); };
-  auto type = f.get_optional<std::string_view>(key("rope.scaling.type"));
-  if (!type) return type.error();
-  const std::string_view kind = type->value_or("linear");
+  // Reads optional key `suffix` into *out, or `fallback` without it.
+  const auto read = [&]<typename T>(std::string_view suffix, T* out, T fallback) -> Result<bool> {
+    auto v = f.get_optional<T>(key(suffix));
+    if (!v) return v.error();
+    *out = v->value_or(fallback);
+    return v->has_value();
+  };
+  std::string_view kind;
+  if (auto r = read("rope.scaling.type", &kind, std::string_view("linear")); !r) return r.error();
   if (kind != "linear" && kind != "none") {
     return Error{prefix + "RoPE scaling '" + printable(kind) + "' (" + key("rope.scaling.type") +
                  ") is not supported yet"};
   }
+  float factor = 0;
   for (const char* suffix : {"rope.scaling.factor", "rope.scale_linear"}) {
-    auto factor = f.get_optional<float>(key(suffix));
-    if (!factor) return factor.error();
-    if (factor->has_value() && **factor != 0.0f && **factor != 1.0f) {
-      return Error{prefix + "RoPE scaling by a factor of " + std::to_string(**factor) + " (" +
-                   key(suffix) + ") is not supported yet"};
+    auto found = read(suffix, &factor, 0.0f);
+    if (!found) return found.error();
+    if (!std::isfinite(factor) || factor < 0) {
+      return Error{prefix + key(suffix) + " is " + std::to_string(factor) +
+                   ", not a positive factor"};
     }
-    if (factor->has_value()) break;  // llama.cpp reads the older key only without the newer
+    if (*found) break;  // llama.cpp reads the older key only without the newer
   }
-  auto attn_factor = f.get_optional<float>(key("rope.scaling.attn_factor"));
-  if (!attn_factor) return attn_factor.error();
-  if (attn_factor->has_value() && **attn_factor != 1.0f) {
-    return Error{prefix + "a RoPE attention factor of " + std::to_string(**attn_factor) + " (" +
-                 key("rope.scaling.attn_factor") + ") is not supported yet"};
+  hp.rope.freq_scale = kind == "none" || factor == 0 ? 1.0f : 1.0f / factor;
+  if (auto r = read("rope.scaling.attn_factor", &hp.rope.mscale, 1.0f); !r) return r.error();
+  if (!std::isfinite(hp.rope.mscale)) {
+    return Error{prefix + key("rope.scaling.attn_factor") + " is not a finite number"};
   }
-  auto value_length = f.get_optional<uint32_t>(key("attention.value_length"));
-  if (!value_length) return value_length.error();
-  if (value_length->has_value() && **value_length != hp.head_dim) {
-    return Error{prefix + "value heads of " + std::to_string(**value_length) + " (" +
+
+  uint32_t value_length = 0;
+  if (auto r = read("attention.value_length", &value_length, hp.head_dim); !r) return r.error();
+  if (value_length != hp.head_dim) {
+    return Error{prefix + "value heads of " + std::to_string(value_length) + " (" +
                  key("attention.value_length") + ") differ from key heads of " +
                  std::to_string(hp.head_dim) + ": not supported yet"};
   }
-  if (spec.post_norms_only) {
-    auto window = f.get_optional<uint32_t>(key("attention.sliding_window"));
-    if (!window) return window.error();
-    if (window->has_value() && **window > 0) {
-      return Error{prefix + "a sliding window of " + std::to_string(**window) + " (" +
-                   key("attention.sliding_window") + ") is not supported yet"};
+
+  hp.rope_sliding = hp.rope;
+  if (spec.slides) {
+    const SlidingWindow& sw = spec.sliding;
+    if (auto r = read("attention.sliding_window", &hp.window, sw.default_window); !r) {
+      return r.error();
     }
   }
+  if (hp.window > 0) {
+    const SlidingWindow& sw = spec.sliding;
+    if (auto r = read("attention.sliding_window_pattern", &hp.window_pattern, sw.default_pattern);
+        !r) {
+      return r.error();
+    }
+    if (auto r = read("rope.freq_base_swa", &hp.rope_sliding.base,
+                      sw.inherits_base ? hp.rope.base : 10000.0f);
+        !r) {
+      return r.error();
+    }
+    if (!sw.inherits_scale) hp.rope_sliding.freq_scale = 1.0f;
+    for (auto [suffix, full] : {std::pair{"attention.key_length_swa", hp.head_dim},
+                                std::pair{"attention.value_length_swa", hp.head_dim},
+                                std::pair{"rope.dimension_count_swa", hp.n_rot}}) {
+      uint32_t v = 0;
+      if (auto r = read(suffix, &v, full); !r) return r.error();
+      if (v != full) {
+        return Error{prefix + "sliding layers with " + std::to_string(v) + " (" + key(suffix) +
+                     ") where the others have " + std::to_string(full) + ": not supported yet"};
+      }
+    }
+  }
+
+  if (spec.attn_softcap) {
+    if (auto r = read("attn_logit_softcapping", &hp.attn_softcap, 50.0f); !r) return r.error();
+  }
+  if (spec.final_softcap) {
+    if (auto r = read("final_logit_softcapping", &hp.final_softcap, spec.final_softcap_default);
+        !r) {
+      return r.error();
+    }
+  }
+  if (!std::isfinite(hp.attn_softcap) || !std::isfinite(hp.final_softcap)) {
+    return Error{prefix + "a soft-capping value is not a finite number"};
+  }
+  if (spec.scale_queries) {
+    // llama.cpp knows the 27B Gemmas, whose queries are scaled by
+    // n_embd / n_head rather than the head size (their
+    // query_pre_attn_scalar), by their layer count.
+    const bool wide =
+        spec.wide_query_scale_layers != 0 && hp.n_layer == spec.wide_query_scale_layers;
+    hp.query_scale =
+        1.0f / std::sqrt(static_cast<float>(wide ? hp.n_embd / hp.n_head : hp.head_dim));
+  }
+  if (spec.embed_scale_sqrt) hp.embedding_scale = std::sqrt(static_cast<float>(hp.n_embd));
   return {};
 }
 
@@ -92,7 +180,8 @@ Result<Model> Model::bind(const gguf::GgufFile& f) {
   if (m.arch_ == nullptr) {
     return Error{
         prefix + "architecture '" + printable(*arch) +
-        "' is not supported (quip runs llama, qwen2, qwen3, phi3, olmo2, granite and smollm3)"};
+        "' is not supported (quip runs llama, qwen2, qwen3, gemma2, gemma3, phi3, olmo2, granite "
+        "and smollm3)"};
   }
   const auto key = [&](std::string_view suffix) { return k::arch_key(*arch, suffix); };
   const auto u32 = [&](std::string_view suffix, uint32_t* out,
@@ -129,9 +218,9 @@ Result<Model> Model::bind(const gguf::GgufFile& f) {
   if (auto v = f.get_optional<float>(key(k::kRopeFreqBase)); !v) {
     return v.error();
   } else if (v->has_value()) {
-    hp.rope_base = **v;
+    hp.rope.base = **v;
   }
-  if (auto r = refuse_what_is_not_computed(f, *m.arch_, prefix, hp); !r) return r.error();
+  if (auto r = read_attention_keys(f, *m.arch_, prefix, hp); !r) return r.error();
   if (m.arch_->scales) {
     // Granite: the logit scale is required, the others optional (as llama.cpp).
     for (auto [suffix, out, required] :
@@ -201,10 +290,11 @@ Result<Model> Model::bind(const gguf::GgufFile& f) {
     const std::string b = "blk." + std::to_string(i) + ".";
     const bool bias = m.arch_->qkv_bias, norm = m.arch_->qk_norm;
     const bool fused = m.arch_->fused, apart = !fused;
-    const bool post = m.arch_->post_norms_only, pre = !post;
+    const bool pre = m.arch_->pre_norms, post = m.arch_->post_norms;
     // olmo2 norms Q and K over the whole projection, qwen3 per head.
-    const uint64_t q_norm_width = post ? q_dim : hp.head_dim;
-    const uint64_t k_norm_width = post ? kv_dim : hp.head_dim;
+    const bool whole = m.arch_->qk_norm_whole;
+    const uint64_t q_norm_width = whole ? q_dim : hp.head_dim;
+    const uint64_t k_norm_width = whole ? kv_dim : hp.head_dim;
     const uint64_t up_rows = uint64_t{hp.n_ff} * (fused ? 2 : 1);
     for (auto [name, n_in, n_out, required, out] :
          {std::tuple{"attn_norm.weight", uint64_t{hp.n_embd}, uint64_t{1}, pre, &l.attn_norm},
@@ -229,7 +319,7 @@ Result<Model> Model::bind(const gguf::GgufFile& f) {
       if (auto r = bind(b + name, n_in, n_out, required, out); !r) return r.error();
     }
     // Norms the spec does not place would be left unread.
-    if (pre ? (l.post_attn_norm || l.post_ffn_norm) : (l.attn_norm || l.ffn_norm)) {
+    if ((!pre && (l.attn_norm || l.ffn_norm)) || (!post && (l.post_attn_norm || l.post_ffn_norm))) {
       return Error{prefix + "layer " + std::to_string(i) + " has norms that " + std::string(*arch) +
                    " does not place: not supported"};
     }

@@ -20,11 +20,37 @@ enum class RopeStyle {
   NeoX,      // pairs (i, i + n_rot/2): qwen2, qwen3
 };
 
+// The feed-forward's gated activation.
+enum class Activation {
+  SwiGLU,  // silu(gate) * up (Shazeer 2020)
+  GeGLU,   // gelu_tanh(gate) * up: Gemma
+};
+
+// Sliding-window attention as a family's llama.cpp loader sets it up.
+struct SlidingWindow {
+  // The window, where the file has no attention.sliding_window key; 0: the
+  // family has none without the key.
+  uint32_t default_window = 0;
+  // The layer pattern without attention.sliding_window_pattern: in each
+  // group of `pattern` layers, all but the last slide (llama.cpp's
+  // set_swa_pattern); 0: no family default, every layer slides.
+  uint32_t default_pattern = 0;
+  // Sliding layers rotate by rope.freq_base_swa, whose default is the
+  // global base (gemma2, olmo2) or 10000 (gemma3), and scale by the global
+  // RoPE scaling (gemma2) or not at all (gemma3, olmo2).
+  bool inherits_base = false, inherits_scale = false;
+};
+
+// What a family computes differently, as data the one forward pass reads.
+// Written with designated initializers: each family names only what it sets.
 struct ArchSpec {
   std::string_view name;  // general.architecture
-  RopeStyle rope;
-  bool qkv_bias;  // Q, K, V have biases (qwen2)
-  bool qk_norm;   // per-head RMS norm of Q and K (qwen3)
+  RopeStyle rope = RopeStyle::Adjacent;
+  bool qkv_bias = false;  // Q, K, V have biases (qwen2)
+  bool qk_norm = false;   // RMS norms of Q and K (qwen3, olmo2, gemma3)
+  // olmo2: Q and K normed over the whole projection, before the split into
+  // heads; otherwise per head.
+  bool qk_norm_whole = false;
   // Granite's scales (Hparams: embedding, residual, attention, logit) are
   // read from the file.
   bool scales = false;
@@ -34,14 +60,30 @@ struct ArchSpec {
   // phi3: one attn_qkv (rows Q, then K, then V) and one ffn_up of 2 n_ff
   // rows (the gate's, then the up's) instead of separate tensors.
   bool fused = false;
-  // phi3: the queries times 1/sqrt(head_dim) after the rotation, and the
-  // attention scores unscaled (ggml rounds the scaled queries).
+  // The queries times Hparams::query_scale after the rotation (ggml rounds
+  // the scaled queries) and the attention scores unscaled: phi3 (1 /
+  // sqrt(head_dim)), gemma.
   bool scale_queries = false;
-  // olmo2: no norms before the branches; each branch's output RMS-normed
-  // (post_attention_norm, post_ffw_norm) before its residual add; Q and K
-  // normed over the whole projection, before the split into heads; a
-  // sliding window (Olmo 3) is refused until quip has one.
-  bool post_norms_only = false;
+  // RMS norms before each branch (attn_norm, ffn_norm), and of each
+  // branch's output before its residual add (post_attention_norm,
+  // post_ffw_norm): olmo2 has only the latter, gemma both.
+  bool pre_norms = true;
+  bool post_norms = false;
+  Activation ffn = Activation::SwiGLU;
+  // gemma: embeddings times sqrt(n_embd).
+  bool embed_scale_sqrt = false;
+  // gemma2: attention-logit soft-capping (attn_logit_softcapping, default
+  // 50) and final-logit soft-capping (default 30); gemma3 reads only the
+  // latter, without a default.
+  bool attn_softcap = false;
+  float final_softcap_default = 0;
+  bool final_softcap = false;
+  // The layer count of the family's 27B model, whose queries llama.cpp
+  // scales by 1 / sqrt(n_embd / n_head) instead of the head size; 0: none.
+  uint32_t wide_query_scale_layers = 0;
+  SlidingWindow sliding = {};
+  // Whether the family's loader reads attention.sliding_window at all.
+  bool slides = false;
 };
 
 // The spec of `arch`, or nullptr for an architecture quip does not run.
@@ -58,24 +100,47 @@ struct Weight {
 struct Layer {
   Weight attn_norm, wq, wk, wv, wqkv, wo, bq, bk, bv, q_norm, k_norm;  // wqkv: fused
   Weight ffn_norm, w_gate, w_up, w_down;
-  Weight post_attn_norm, post_ffn_norm;  // olmo2's norms of the branch outputs  // fused: w_up
-                                         // holds the gate, no w_gate
+  Weight post_attn_norm, post_ffn_norm;  // the norms of the branch outputs (olmo2, gemma)
+  // fused: w_up holds the gate, no w_gate
+};
+
+// How one layer rotates: theta = freq_scale * pos * base^(-2i / n_rot)
+// (linear RoPE scaling: freq_scale = 1 / rope.scaling.factor), with cos and
+// sin times mscale (rope.scaling.attn_factor).
+struct RopeFrequencies {
+  float base = 10000.0f, freq_scale = 1.0f, mscale = 1.0f;
+  bool operator==(const RopeFrequencies&) const = default;
 };
 
 struct Hparams {
   uint32_t n_embd = 0, n_layer = 0, n_head = 0, n_head_kv = 0, head_dim = 0, n_ff = 0;
   uint32_t n_vocab = 0, n_ctx_train = 0, n_rot = 0;
-  float rope_base = 10000.0f, rms_eps = 1e-5f;
+  float rms_eps = 1e-5f;
+  RopeFrequencies rope, rope_sliding;  // of the global layers and the sliding ones
   // As llama.cpp's hparams, 0 where unused: embeddings times
   // embedding_scale; each branch's output times residual_scale before its
   // residual add; attention scores times attention_scale instead of
   // 1/sqrt(head_dim); logits times 1 / logit_scale.
   float embedding_scale = 0, residual_scale = 0, attention_scale = 0, logit_scale = 0;
+  // ArchSpec::scale_queries's factor.
+  float query_scale = 0;
+  // Soft caps, 0 where none: attention scores c * tanh(s / c), logits likewise.
+  float attn_softcap = 0, final_softcap = 0;
+  // Sliding-window attention: a sliding layer's query at position p sees
+  // p - window + 1..p. 0: none.
+  uint32_t window = 0, window_pattern = 0;
 
   // Whether layer il rotates its queries and keys.
   bool rotates(uint32_t il, const ArchSpec& arch) const {
     return arch.no_rope_step == 0 || (il + 1) % arch.no_rope_step != 0;
   }
+  // Whether layer il attends through the sliding window (llama.cpp's
+  // set_swa_pattern: all but the last layer of each group of pattern).
+  bool slides(uint32_t il) const {
+    return window != 0 && (window_pattern == 0 || il % window_pattern < window_pattern - 1);
+  }
+  uint32_t window_of(uint32_t il) const { return slides(il) ? window : 0; }
+  const RopeFrequencies& rope_of(uint32_t il) const { return slides(il) ? rope_sliding : rope; }
   float attention_scale_or_default() const {
     return attention_scale != 0 ? attention_scale : 1.0f / std::sqrt(static_cast<float>(head_dim));
   }

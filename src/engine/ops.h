@@ -26,21 +26,29 @@ inline void rms_norm(const float* x, const float* weight, float* out, size_t n, 
 }
 
 // The cos and sin of the rotary embedding (Su et al. 2021, RoFormer) at
-// `pos`, n_rot / 2 of each: pair i turns by pos * base^(-2i / n_rot),
-// divided by freq_factors[i] when the model has them (Llama 3.1's long
-// context scaling). As ggml_rope_cache_init, in float: theta starts at pos
-// and is multiplied by theta_scale = powf(base, -2 / n_rot) once per pair;
-// a double-precision angle differs by ~1e-5 at later positions, which the
-// test models notice.
-inline void rope_angles(size_t pos, const Hparams& hp, const float* freq_factors, float* cos_out,
-                        float* sin_out) {
-  const float theta_scale = std::pow(hp.rope_base, -2.0f / static_cast<float>(hp.n_rot));
+// `pos`, n_rot / 2 of each: pair i turns by freq_scale * pos *
+// base^(-2i / n_rot), divided by freq_factors[i] before the freq_scale when
+// the model has them (Llama 3.1's long context scaling), cos and sin times
+// mscale. As ggml_rope_cache_init with rope_yarn's ext_factor 0, in float:
+// theta starts at pos and is multiplied by theta_scale = powf(base, -2 /
+// n_rot) once per pair; a double-precision angle differs by ~1e-5 at later
+// positions, which the test models notice.
+inline void rope_angles(size_t pos, const RopeFrequencies& rope, uint32_t n_rot,
+                        const float* freq_factors, float* cos_out, float* sin_out) {
+  const float theta_scale = std::pow(rope.base, -2.0f / static_cast<float>(n_rot));
   float theta = static_cast<float>(pos);
-  for (uint32_t i = 0; i < hp.n_rot / 2; ++i, theta *= theta_scale) {
-    const float t = freq_factors != nullptr ? theta / freq_factors[i] : theta;
-    cos_out[i] = std::cos(t);
-    sin_out[i] = std::sin(t);
+  for (uint32_t i = 0; i < n_rot / 2; ++i, theta *= theta_scale) {
+    const float t = rope.freq_scale * (freq_factors != nullptr ? theta / freq_factors[i] : theta);
+    cos_out[i] = std::cos(t) * rope.mscale;
+    sin_out[i] = std::sin(t) * rope.mscale;
   }
+}
+
+// Soft-capping (Gemma 2's final logits): x = cap * tanh(x / cap), as
+// ggml's scale by 1 / cap, tanh, and scale by cap.
+inline void softcap(float* x, size_t n, float cap) {
+  const float inv = 1.0f / cap;
+  for (size_t i = 0; i < n; ++i) x[i] = std::tanh(x[i] * inv) * cap;
 }
 
 // Rotates one head by the angles of rope_angles: pairs (2i, 2i+1) for

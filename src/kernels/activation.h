@@ -35,6 +35,20 @@ inline float ggml_silu(float x) {
   return x / (1.0f + ggml_expf(0.0f - x));
 }
 
+// GELU (Hendrycks & Gimpel 2016) in its tanh form, as ggml_gelu_f32:
+// 0.5 x (1 + tanh(sqrt(2 / pi) x (1 + 0.044715 x^2))), with the inner
+// 1 + a x x contracted into an fma as GCC builds ggml's C.
+inline float ggml_gelu_tanh(float x) {
+  constexpr float kSqrt2OverPi = 0.79788456080286535587989211986876f, kA = 0.044715f;
+  return 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * x * std::fma(kA * x, x, 1.0f)));
+}
+
+// GeGLU's activation (Shazeer 2020), gelu(gate) * up, as ggml_vec_geglu_f32
+// (built with GGML_GELU_FP16): a gate <= -10 gives 0, >= 10 gives gate * up,
+// and otherwise GELU is read from a table of the half-precision inputs, each
+// entry rounded to half. out may be gate.
+void geglu(const float* gate, const float* up, float* out, size_t n);
+
 // out[i] = silu(gate[i]) * up[i]. out may be gate.
 using SwigluFn = void (*)(const float* gate, const float* up, float* out, size_t n);
 

@@ -13,7 +13,7 @@ namespace quip::kernels {
 namespace {
 
 void attend_one(size_t head_dim, size_t n, const float* q, const uint16_t* k, const uint16_t* v,
-                size_t stride, float scale, float* out, float* partial) {
+                size_t stride, Scores scores, float* out, float* partial) {
   thread_local std::vector<float> acc, key;  // acc: values of half precision
   acc.assign(head_dim, 0.0f);
   key.resize(head_dim);
@@ -22,7 +22,7 @@ void attend_one(size_t head_dim, size_t n, const float* q, const uint16_t* k, co
     const uint16_t* kp = k + p * stride;
     const uint16_t* vp = v + p * stride;
     for (size_t d = 0; d < head_dim; ++d) key[d] = f16_to_f32(kp[d]);
-    const float s = ggml_dot_f16(key.data(), q, head_dim) * scale;
+    const float s = scores(ggml_dot_f16(key.data(), q, head_dim));
     float old_scale = 1.0f, weight = 1.0f;
     if (s > max) {
       old_scale = std::exp(max - s);
@@ -46,9 +46,9 @@ void attend_one(size_t head_dim, size_t n, const float* q, const uint16_t* k, co
 }
 
 void attend_reference(size_t head_dim, size_t n_heads, size_t n, const float* q, const uint16_t* k,
-                      const uint16_t* v, size_t stride, float scale, float* out, float* partial) {
+                      const uint16_t* v, size_t stride, Scores scores, float* out, float* partial) {
   for (size_t h = 0; h < n_heads; ++h) {
-    attend_one(head_dim, n, q + h * head_dim, k, v, stride, scale, out + h * head_dim,
+    attend_one(head_dim, n, q + h * head_dim, k, v, stride, scores, out + h * head_dim,
                partial != nullptr ? partial + 2 * h : nullptr);
   }
 }
@@ -56,25 +56,26 @@ void attend_reference(size_t head_dim, size_t n_heads, size_t n, const float* q,
 // attends_in_tiles's arithmetic, one query at a time.
 void attend_tiles_reference(size_t head_dim, size_t n_q, size_t pos0, const float* q,
                             size_t q_stride, const uint16_t* k, const uint16_t* v, size_t kv_stride,
-                            float scale, float* out, size_t out_stride) {
+                            Scores scores, size_t window, float* out, size_t out_stride) {
   constexpr size_t kTile = kAttentionKeyTile;
   thread_local std::vector<float> acc;
   acc.resize(head_dim);
   for (size_t i = 0; i < n_q; ++i) {
     const float* qi = q + i * q_stride;
-    const size_t seen = pos0 + i + 1;
+    const size_t seen = pos0 + i + 1, start = first_seen(pos0 + i, window);
     std::fill(acc.begin(), acc.end(), 0.0f);
     float max = -INFINITY, sum = 0;
-    for (size_t tile = 0; tile < seen; tile += kTile) {
-      const size_t m = std::min(kTile, seen - tile);  // the positions of the tile it sees
+    for (size_t tile = start / kTile * kTile; tile < seen; tile += kTile) {
+      // The positions of the tile it sees: lo..m-1.
+      const size_t m = std::min(kTile, seen - tile), lo = start > tile ? start - tile : 0;
       float s[kTile], tile_max = -INFINITY;
       for (size_t j = 0; j < kTile; ++j) {
         s[j] = -INFINITY;
-        if (j >= m) continue;
+        if (j < lo || j >= m) continue;
         const uint16_t* kj = k + (tile + j) * kv_stride;
         float dot = 0;
         for (size_t d = 0; d < head_dim; ++d) dot = std::fma(qi[d], f16_to_f32(kj[d]), dot);
-        s[j] = dot * scale;
+        s[j] = scores(dot);
         tile_max = std::max(tile_max, s[j]);
       }
       const float new_max = std::max(max, tile_max);
@@ -93,7 +94,7 @@ void attend_tiles_reference(size_t head_dim, size_t n_q, size_t pos0, const floa
         tile_sum += reduce_add_16(lanes);
       }
       sum = static_cast<float>(sum + tile_sum);
-      for (size_t j = 0; j < m; ++j) {
+      for (size_t j = lo; j < m; ++j) {
         const uint16_t* vj = v + (tile + j) * kv_stride;
         for (size_t d = 0; d < head_dim; ++d) acc[d] = std::fma(e[j], f16_to_f32(vj[d]), acc[d]);
       }
@@ -108,6 +109,27 @@ void swiglu_reference(const float* gate, const float* up, float* out, size_t n) 
 }
 
 }  // namespace
+
+void geglu(const float* gate, const float* up, float* out, size_t n) {
+  // ggml's table: the GELU of every half, rounded to half.
+  static const std::vector<uint16_t> table = [] {
+    std::vector<uint16_t> t(65536);
+    for (size_t h = 0; h < t.size(); ++h) {
+      t[h] = f32_to_f16(ggml_gelu_tanh(f16_to_f32(static_cast<uint16_t>(h))));
+    }
+    return t;
+  }();
+  for (size_t i = 0; i < n; ++i) {
+    const float x = gate[i];
+    if (x <= -10.0f) {
+      out[i] = 0.0f;
+    } else if (x >= 10.0f) {
+      out[i] = x * up[i];
+    } else {
+      out[i] = f16_to_f32(table[f32_to_f16(x)]) * up[i];
+    }
+  }
+}
 
 void merge_attention_chunks(size_t head_dim, size_t n_chunks, const float* partials,
                             size_t partial_stride, const float* accs, size_t acc_stride,

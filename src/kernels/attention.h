@@ -18,17 +18,36 @@
 
 namespace quip::kernels {
 
+// How a query-key dot product becomes an attention score: times the scale,
+// or, with a soft cap c (Gemma 2's attention-logit soft-capping),
+// c * tanh(dot * (scale / c)), as ggml divides its scale by the cap first.
+class Scores {
+ public:
+  explicit Scores(float scale, float softcap = 0.0f)
+      : scale_(softcap != 0.0f ? scale / softcap : scale), softcap_(softcap) {}
+  float operator()(float dot) const {
+    const float s = dot * scale_;
+    return softcap_ != 0.0f ? softcap_ * std::tanh(s) : s;
+  }
+  float scale() const { return scale_; }  // divided by the cap where there is one
+  float softcap() const { return softcap_; }
+
+ private:
+  float scale_, softcap_;
+};
+
 // out = attention of each of n_heads query heads over positions 0..n-1,
 // whose key and value rows (head_dim halves each) start at k + p * stride
-// and v + p * stride; q and out hold the heads one after another, head_dim
-// floats each (the query heads of one grouped-query group).
+// and v + p * stride, with scores(q . k_p) as scores; q and out hold the
+// heads one after another, head_dim floats each (the query heads of one
+// grouped-query group).
 // With `partial` (2 floats per head), each head's running maximum and sum
 // go there and `out` gets its accumulator as it stands, not yet divided by
 // the sum: one chunk of a split attention (merge_attention_chunks).
 // PRECONDITIONS: n >= 1; q holds half-representable values (the query as
 // ggml converts it to the cache's type).
 using AttendFn = void (*)(size_t head_dim, size_t n_heads, size_t n, const float* q,
-                          const uint16_t* k, const uint16_t* v, size_t stride, float scale,
+                          const uint16_t* k, const uint16_t* v, size_t stride, Scores scores,
                           float* out, float* partial);
 
 // The attention kernel of `isa` for heads of head_dim (the reference where
@@ -59,11 +78,19 @@ void merge_attention_chunks(size_t head_dim, size_t n_chunks, const float* parti
                             size_t partial_stride, const float* accs, size_t acc_stride,
                             float* out);
 
+// The first position that a query at `pos` sees through a sliding window
+// of `window` positions (0: no window): llama.cpp masks key position p
+// when pos - p >= window.
+inline size_t first_seen(size_t pos, size_t window) {
+  return window != 0 && pos + 1 > window ? pos + 1 - window : 0;
+}
+
 // A batch of 64 query rows or more takes another path through ggml
 // (ggml_compute_forward_flash_attn_ext_tiled, when head_dim is a multiple
 // of 16): the queries stay in float, and the keys go in tiles of
-// kAttentionKeyTile positions. For each tile a query sees any of: the
-// scores s_j = (q . k_j as one fma chain) * scale; the tile's maximum and,
+// kAttentionKeyTile positions, counted from position 0. For each tile a
+// query sees any of: the scores s_j = scores(q . k_j as one fma chain),
+// tanh over the whole tile where there is a cap; the tile's maximum and,
 // when it is a new maximum M, the accumulator and the sum rescaled by
 // expf(M_old - M); weights e_j = ggml_expf(s_j - M) (activation.h); the sum
 // plus, in double, each 16 weights' reduce_add_16; and the accumulator
@@ -77,13 +104,16 @@ inline bool attends_in_tiles(size_t n_queries, size_t head_dim) {
 }
 
 // One query head for n_q queries: query i (head_dim floats at q + i *
-// q_stride) is at position pos0 + i and sees positions 0..pos0 + i, whose
-// key and value rows start at k + p * kv_stride and v + p * kv_stride; its
-// output goes to out + i * out_stride.
+// q_stride) is at position pos0 + i and sees positions first_seen(pos0 +
+// i, window)..pos0 + i, whose key and value rows start at k + p *
+// kv_stride and v + p * kv_stride; its output goes to out + i * out_stride.
+// A tile that a query does not see at all is skipped for it, as ggml skips
+// a row whose tile is wholly masked.
 // PRECONDITIONS: attends_in_tiles(n_q, head_dim).
 using AttendTilesFn = void (*)(size_t head_dim, size_t n_q, size_t pos0, const float* q,
                                size_t q_stride, const uint16_t* k, const uint16_t* v,
-                               size_t kv_stride, float scale, float* out, size_t out_stride);
+                               size_t kv_stride, Scores scores, size_t window, float* out,
+                               size_t out_stride);
 
 AttendTilesFn attend_tiles_function(Isa isa);
 

@@ -23,8 +23,16 @@ bool exact_greedy_expected(const std::string& file) {
   return reference::tolerance_for(file) == 0.02;
 }
 
-const nlohmann::json& entry_for(const std::string& file) {
-  return reference::reference_entry(file);
+// A model is named by its file in ../shared/models, or as "archs/FILE".
+std::string folder_of(const std::string& name) {
+  return name.starts_with("archs/") ? "archs" : "models";
+}
+std::string file_of(const std::string& name) {
+  return name.substr(name.find('/') + 1);
+}
+
+const nlohmann::json& entry_for(const std::string& name) {
+  return reference::reference_entry(file_of(name), folder_of(name));
 }
 
 struct Loaded {
@@ -33,7 +41,8 @@ struct Loaded {
 };
 
 std::unique_ptr<Loaded> load(const std::string& name) {
-  auto file = gguf::GgufFile::open((testing::shared_dir() / "models" / name).string());
+  auto file =
+      gguf::GgufFile::open((testing::shared_dir() / folder_of(name) / file_of(name)).string());
   if (!file.ok()) throw std::runtime_error(file.error().message);
   auto loaded = std::make_unique<Loaded>(Loaded{std::move(*file), Model{}});
   auto model = Model::bind(loaded->file);
@@ -286,7 +295,10 @@ TEST_P(Properties, SimdKernelsAgreeWithTheReference) {
 INSTANTIATE_TEST_SUITE_P(Shared, Properties,
                          ::testing::Values("tiny-qwen2-e256-q4_k_m.gguf",
                                            "tiny-llama-spm-e64-q4_0.gguf",
-                                           "tiny-qwen3-e64-bf16.gguf", "tiny-llama3-e64-q8_0.gguf"),
+                                           "tiny-qwen3-e64-bf16.gguf", "tiny-llama3-e64-q8_0.gguf",
+                                           // sliding windows over several batches
+                                           "archs/tiny-gemma3-e64-f16.gguf",
+                                           "archs/tiny-gemma2-e96-f16.gguf"),
                          reference::ModelTestName());
 
 }  // namespace

@@ -1,5 +1,6 @@
-// What Model::bind refuses: keys that change the computation in ways quip
-// does not implement are errors naming the key, never silently ignored.
+// What Model::bind reads and refuses: keys that change the computation are
+// read where quip computes them, and otherwise errors naming the key, never
+// silently ignored.
 #include "engine/model.h"
 
 #include <gtest/gtest.h>
@@ -14,17 +15,19 @@
 namespace quip::engine {
 namespace {
 
-// A one-layer llama (n_embd 64, 4 heads, 2 key/value heads) with zero
-// weights, its metadata extended by `extra`.
-std::vector<std::byte> tiny_llama(const std::function<void(gguf::GgufWriter&)>& extra) {
+// A one-layer model of `arch` (llama, gemma2 or gemma3: n_embd 64, 4
+// heads, 2 key/value heads) with zero weights, its metadata extended by
+// `extra`.
+std::vector<std::byte> tiny_model(const std::string& arch,
+                                  const std::function<void(gguf::GgufWriter&)>& extra) {
   gguf::GgufWriter w;
-  w.set("general.architecture", std::string("llama"));
-  w.set("llama.embedding_length", uint32_t{64});
-  w.set("llama.block_count", uint32_t{1});
-  w.set("llama.feed_forward_length", uint32_t{128});
-  w.set("llama.attention.head_count", uint32_t{4});
-  w.set("llama.attention.head_count_kv", uint32_t{2});
-  w.set("llama.context_length", uint32_t{256});
+  w.set("general.architecture", arch);
+  w.set(arch + ".embedding_length", uint32_t{64});
+  w.set(arch + ".block_count", uint32_t{1});
+  w.set(arch + ".feed_forward_length", uint32_t{128});
+  w.set(arch + ".attention.head_count", uint32_t{4});
+  w.set(arch + ".attention.head_count_kv", uint32_t{2});
+  w.set(arch + ".context_length", uint32_t{256});
   extra(w);
   const auto zeros = [&](const char* name, std::vector<uint64_t> shape) {
     uint64_t n = 1;
@@ -42,16 +45,32 @@ std::vector<std::byte> tiny_llama(const std::function<void(gguf::GgufWriter&)>& 
   zeros("blk.0.ffn_gate.weight", {64, 128});
   zeros("blk.0.ffn_up.weight", {64, 128});
   zeros("blk.0.ffn_down.weight", {128, 64});
+  if (arch != "llama") {  // the Gemmas' norms of the branch outputs
+    zeros("blk.0.post_attention_norm.weight", {64});
+    zeros("blk.0.post_ffw_norm.weight", {64});
+  }
+  if (arch == "gemma3") {
+    zeros("blk.0.attn_q_norm.weight", {16});
+    zeros("blk.0.attn_k_norm.weight", {16});
+  }
   return w.bytes();
+}
+
+// Binds the model; its hyper-parameters, or the error.
+Result<Hparams> bind_hparams(const std::string& arch,
+                             const std::function<void(gguf::GgufWriter&)>& extra) {
+  const std::vector<std::byte> bytes = tiny_model(arch, extra);
+  auto f = gguf::GgufFile::parse("m.gguf", bytes);
+  if (!f) return Error{"parse: " + f.error().message};
+  auto m = Model::bind(*f);
+  if (!m) return m.error();
+  return m->hparams();
 }
 
 // Binds the model; "" when it binds, else the error.
 std::string bind_error(const std::function<void(gguf::GgufWriter&)>& extra) {
-  const std::vector<std::byte> bytes = tiny_llama(extra);
-  auto f = gguf::GgufFile::parse("m.gguf", bytes);
-  if (!f) return "parse: " + f.error().message;
-  auto m = Model::bind(*f);
-  return m ? "" : m.error().message;
+  auto hp = bind_hparams("llama", extra);
+  return hp ? "" : hp.error().message;
 }
 
 TEST(ModelBind, BindsWithoutScalingAndWithItsNoOpForms) {
@@ -86,17 +105,6 @@ TEST(ModelBind, RefusesRopeScalingItDoesNotComputeNamingTheKey) {
        "llama.rope.scaling.type", "'longrope'"},
       {[](gguf::GgufWriter& w) { w.set("llama.rope.scaling.type", std::string("llama3x")); },
        "llama.rope.scaling.type", "'llama3x'"},
-      {[](gguf::GgufWriter& w) {
-         w.set("llama.rope.scaling.type", std::string("linear"));
-         w.set("llama.rope.scaling.factor", 2.0f);
-       },
-       "llama.rope.scaling.factor", "2.0"},
-      {[](gguf::GgufWriter& w) { w.set("llama.rope.scaling.factor", 8.0f); },
-       "llama.rope.scaling.factor", "8.0"},
-      {[](gguf::GgufWriter& w) { w.set("llama.rope.scale_linear", 2.0f); },
-       "llama.rope.scale_linear", "2.0"},
-      {[](gguf::GgufWriter& w) { w.set("llama.rope.scaling.attn_factor", 0.5f); },
-       "llama.rope.scaling.attn_factor", "0.5"},
       {[](gguf::GgufWriter& w) { w.set("llama.attention.value_length", uint32_t{8}); },
        "llama.attention.value_length", "8"},
   };
@@ -108,6 +116,87 @@ TEST(ModelBind, RefusesRopeScalingItDoesNotComputeNamingTheKey) {
     EXPECT_NE(error.find("not supported"), std::string::npos) << error;
     EXPECT_EQ(error.find('\n'), std::string::npos) << error;
   }
+}
+
+// Linear scaling turns every angle by 1 / factor, type none by nothing
+// whatever the factor; attn_factor scales cos and sin.
+TEST(ModelBind, ReadsLinearRopeScalingAndTheAttentionFactor) {
+  const auto rope = [](const std::function<void(gguf::GgufWriter&)>& extra) {
+    auto hp = bind_hparams("llama", extra);
+    EXPECT_TRUE(hp) << hp.error().message;
+    return hp ? hp->rope : RopeFrequencies{};
+  };
+  EXPECT_EQ(rope([](gguf::GgufWriter&) {}).freq_scale, 1.0f);
+  EXPECT_EQ(rope([](gguf::GgufWriter& w) { w.set("llama.rope.scaling.factor", 8.0f); }).freq_scale,
+            0.125f);
+  EXPECT_EQ(rope([](gguf::GgufWriter& w) {
+              w.set("llama.rope.scaling.type", std::string("linear"));
+              w.set("llama.rope.scale_linear", 4.0f);
+            }).freq_scale,
+            0.25f);
+  EXPECT_EQ(rope([](gguf::GgufWriter& w) {
+              w.set("llama.rope.scaling.type", std::string("none"));
+              w.set("llama.rope.scaling.factor", 8.0f);
+            }).freq_scale,
+            1.0f);
+  EXPECT_EQ(rope([](gguf::GgufWriter& w) { w.set("llama.rope.scaling.attn_factor", 0.5f); }).mscale,
+            0.5f);
+  const std::string negative =
+      bind_error([](gguf::GgufWriter& w) { w.set("llama.rope.scaling.factor", -2.0f); });
+  EXPECT_NE(negative.find("llama.rope.scaling.factor"), std::string::npos) << negative;
+}
+
+// The Gemmas' sliding windows, rotations, soft caps and scales, as
+// llama.cpp's loaders read them, with and without their keys.
+TEST(ModelBind, ReadsTheGemmasWindowsSoftCapsAndScales) {
+  auto g2 = bind_hparams("gemma2", [](gguf::GgufWriter& w) {
+    w.set("gemma2.rope.freq_base", 20000.0f);
+    w.set("gemma2.rope.scaling.factor", 2.0f);
+  });
+  ASSERT_TRUE(g2) << g2.error().message;
+  EXPECT_EQ(g2->window, 4096u);  // gemma2's defaults
+  EXPECT_EQ(g2->window_pattern, 2u);
+  EXPECT_EQ(g2->attn_softcap, 50.0f);
+  EXPECT_EQ(g2->final_softcap, 30.0f);
+  EXPECT_TRUE(g2->rope_sliding == g2->rope);  // inherited
+  EXPECT_EQ(g2->rope.freq_scale, 0.5f);
+  EXPECT_EQ(g2->embedding_scale, 8.0f);  // sqrt(64)
+  EXPECT_EQ(g2->query_scale, 0.25f);     // 1 / sqrt(16)
+  EXPECT_TRUE(g2->slides(0));
+  EXPECT_FALSE(g2->slides(1));
+
+  auto g3 = bind_hparams("gemma3", [](gguf::GgufWriter& w) {
+    w.set("gemma3.rope.freq_base", 1e6f);
+    w.set("gemma3.rope.scaling.factor", 8.0f);
+    w.set("gemma3.attention.sliding_window", uint32_t{512});
+    w.set("gemma3.attention.sliding_window_pattern", uint32_t{3});
+    w.set("gemma3.attn_logit_softcapping", 50.0f);  // gemma3 does not read it
+  });
+  ASSERT_TRUE(g3) << g3.error().message;
+  EXPECT_EQ(g3->window, 512u);
+  EXPECT_EQ(g3->attn_softcap, 0.0f);
+  EXPECT_EQ(g3->final_softcap, 0.0f);
+  EXPECT_EQ(g3->rope.base, 1e6f);
+  EXPECT_EQ(g3->rope.freq_scale, 0.125f);
+  EXPECT_EQ(g3->rope_sliding.base, 10000.0f);  // gemma3's sliding default, unscaled
+  EXPECT_EQ(g3->rope_sliding.freq_scale, 1.0f);
+  EXPECT_TRUE(g3->slides(0) && g3->slides(1) && !g3->slides(2) && g3->slides(3));
+  EXPECT_TRUE(g3->rope_of(2) == g3->rope);
+
+  // Without a window key gemma3 has none.
+  auto plain = bind_hparams("gemma3", [](gguf::GgufWriter&) {});
+  ASSERT_TRUE(plain) << plain.error().message;
+  EXPECT_EQ(plain->window, 0u);
+  EXPECT_FALSE(plain->slides(0));
+
+  // Sliding layers of other head sizes would need per-layer cache widths.
+  auto swa_heads = bind_hparams("gemma3", [](gguf::GgufWriter& w) {
+    w.set("gemma3.attention.sliding_window", uint32_t{512});
+    w.set("gemma3.attention.key_length_swa", uint32_t{32});
+  });
+  ASSERT_FALSE(swa_heads);
+  EXPECT_NE(swa_heads.error().message.find("gemma3.attention.key_length_swa"), std::string::npos);
+  EXPECT_NE(swa_heads.error().message.find("not supported"), std::string::npos);
 }
 
 // A key of the wrong type is an error too, not a default.

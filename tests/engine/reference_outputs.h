@@ -55,7 +55,7 @@ struct ModelTestName {
   std::string operator()(const ParamInfo& info) const {
     std::string n = info.param.substr(0, info.param.size() - 5);  // without ".gguf"
     for (char& ch : n) {
-      if (ch == '-' || ch == '.') ch = '_';
+      if (ch == '-' || ch == '.' || ch == '/') ch = '_';
     }
     return n;
   }

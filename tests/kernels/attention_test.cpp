@@ -25,17 +25,18 @@ std::vector<uint16_t> random_halves(size_t n, std::mt19937& rng) {
   return h;
 }
 
-// The attention of query q over positions 0..n-1 (key and value rows of hd
-// halves, stride hd) as a direct softmax in double.
+// The attention of query q over positions first..n-1 (key and value rows
+// of hd halves, stride hd) as a direct softmax in double, the scores
+// soft-capped at `softcap` where it is not 0.
 std::vector<double> exact_attention(const float* q, size_t hd, size_t n,
                                     const std::vector<uint16_t>& k, const std::vector<uint16_t>& v,
-                                    float scale) {
-  std::vector<double> w(n);
+                                    float scale, double softcap = 0, size_t first = 0) {
+  std::vector<double> w(n, -INFINITY);
   double max = -1e300, total = 0;
-  for (size_t p = 0; p < n; ++p) {
+  for (size_t p = first; p < n; ++p) {
     double s = 0;
     for (size_t d = 0; d < hd; ++d) s += double{q[d]} * f16_to_f32(k[p * hd + d]);
-    w[p] = s * scale;
+    w[p] = softcap != 0 ? softcap * std::tanh(s * scale / softcap) : s * scale;
     max = std::max(max, w[p]);
   }
   for (double& x : w) total += (x = std::exp(x - max));
@@ -54,12 +55,31 @@ TEST(Attention, ReferenceIsTheSoftmaxWeightedSumOfValues) {
   for (float& x : q) x = f16_to_f32(f32_to_f16(std::uniform_real_distribution<float>(-1, 1)(rng)));
   std::vector<float> out(hd);
   const float scale = 0.3f;
-  attend_function(Isa::Reference, hd)(hd, 1, n, q.data(), k.data(), v.data(), hd, scale, out.data(),
-                                      nullptr);
-  const std::vector<double> want = exact_attention(q.data(), hd, n, k, v, scale);
-  for (size_t d = 0; d < hd; ++d) {
-    EXPECT_NEAR(out[d], want[d], 4e-3) << d;  // the accumulator is half precision
+  for (float softcap : {0.0f, 0.5f}) {
+    attend_function(Isa::Reference, hd)(hd, 1, n, q.data(), k.data(), v.data(), hd,
+                                        Scores(scale, softcap), out.data(), nullptr);
+    const std::vector<double> want = exact_attention(q.data(), hd, n, k, v, scale, softcap);
+    for (size_t d = 0; d < hd; ++d) {
+      EXPECT_NEAR(out[d], want[d], 4e-3) << d << " softcap " << softcap;  // a half accumulator
+    }
   }
+}
+
+TEST(Attention, ScoresAreScaledOrSoftCappedAsGgmlComputesThem) {
+  EXPECT_EQ(Scores(0.25f)(3.0f), 0.75f);
+  // ggml divides the scale by the cap, then caps: c * tanh(dot * (scale / c)).
+  const float scale = 0.3f, cap = 7.0f, scaled_by_cap = scale / cap;
+  EXPECT_EQ(Scores(scale, cap)(11.0f), cap * std::tanh(11.0f * scaled_by_cap));
+  EXPECT_NEAR(Scores(scale, cap)(1e6f), cap, 1e-6);  // capped
+  EXPECT_EQ(Scores(scale, cap).softcap(), cap);
+}
+
+TEST(Attention, AWindowOfWPositionsStartsWMinusOneBeforeTheQuery) {
+  EXPECT_EQ(first_seen(0, 0), 0u);
+  EXPECT_EQ(first_seen(100, 0), 0u);    // no window
+  EXPECT_EQ(first_seen(15, 16), 0u);    // 16 positions: 0..15
+  EXPECT_EQ(first_seen(16, 16), 1u);    // llama.cpp masks 16 - 0 >= 16
+  EXPECT_EQ(first_seen(100, 1), 100u);  // itself only
 }
 
 // Every head of a group, however many share a call, is computed as the
@@ -78,19 +98,21 @@ TEST(Attention, SimdKernelsEqualTheReferenceBitForBit) {
         for (float& x : q)
           x = f16_to_f32(f32_to_f16(std::uniform_real_distribution<float>(-2, 2)(rng)));
         // Whole (normalized) and as a chunk (accumulator, maximum and sum).
+        // Scaled, and soft-capped on every other case.
+        const Scores scores(0.125f, (hd + n + heads) % 2 == 0 ? 0.0f : 1.5f);
         std::vector<float> want(hd * heads), want_chunk(hd * heads), want_partial(2 * heads);
         for (size_t h = 0; h < heads; ++h) {
           const AttendFn ref = attend_function(Isa::Reference, hd);
-          ref(hd, 1, n, q.data() + h * hd, k.data(), v.data(), stride, 0.125f, want.data() + h * hd,
+          ref(hd, 1, n, q.data() + h * hd, k.data(), v.data(), stride, scores, want.data() + h * hd,
               nullptr);
-          ref(hd, 1, n, q.data() + h * hd, k.data(), v.data(), stride, 0.125f,
+          ref(hd, 1, n, q.data() + h * hd, k.data(), v.data(), stride, scores,
               want_chunk.data() + h * hd, want_partial.data() + 2 * h);
         }
         for (Isa isa : isas) {
           std::vector<float> got(hd * heads), got_chunk(hd * heads), got_partial(2 * heads);
-          attend_function(isa, hd)(hd, heads, n, q.data(), k.data(), v.data(), stride, 0.125f,
+          attend_function(isa, hd)(hd, heads, n, q.data(), k.data(), v.data(), stride, scores,
                                    got.data(), nullptr);
-          attend_function(isa, hd)(hd, heads, n, q.data(), k.data(), v.data(), stride, 0.125f,
+          attend_function(isa, hd)(hd, heads, n, q.data(), k.data(), v.data(), stride, scores,
                                    got_chunk.data(), got_partial.data());
           EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0)
               << isa_name(isa) << " head_dim " << hd << " positions " << n << " heads " << heads;
@@ -104,7 +126,8 @@ TEST(Attention, SimdKernelsEqualTheReferenceBitForBit) {
 }
 
 // The tiled path (a batch of 64 queries or more) against a direct causal
-// softmax in double: query i sees positions 0..pos0 + i.
+// softmax in double: query i sees positions first_seen(pos0 + i,
+// window)..pos0 + i; with and without a window and a soft cap.
 TEST(Attention, TiledReferenceIsTheCausalSoftmaxWeightedSumOfValues) {
   std::mt19937 rng(8);
   const size_t hd = 32, pos0 = 70, n_q = 80, n = pos0 + n_q;
@@ -113,13 +136,19 @@ TEST(Attention, TiledReferenceIsTheCausalSoftmaxWeightedSumOfValues) {
   for (float& x : q) x = std::uniform_real_distribution<float>(-1, 1)(rng);
   const float scale = 0.3f;
   ASSERT_TRUE(attends_in_tiles(n_q, hd));
-  attend_tiles_function(Isa::Reference)(hd, n_q, pos0, q.data(), hd, k.data(), v.data(), hd, scale,
-                                        out.data(), hd);
-  for (size_t i = 0; i < n_q; ++i) {
-    const std::vector<double> want =
-        exact_attention(q.data() + i * hd, hd, pos0 + i + 1, k, v, scale);
-    for (size_t d = 0; d < hd; ++d) {
-      ASSERT_NEAR(out[i * hd + d], want[d], 1e-5) << "query " << i << " d " << d;
+  for (size_t window : {size_t{0}, size_t{1}, size_t{20}, size_t{100}}) {
+    for (float softcap : {0.0f, 0.5f}) {
+      attend_tiles_function(Isa::Reference)(hd, n_q, pos0, q.data(), hd, k.data(), v.data(), hd,
+                                            Scores(scale, softcap), window, out.data(), hd);
+      for (size_t i = 0; i < n_q; ++i) {
+        const std::vector<double> want =
+            exact_attention(q.data() + i * hd, hd, pos0 + i + 1, k, v, scale, softcap,
+                            first_seen(pos0 + i, window));
+        for (size_t d = 0; d < hd; ++d) {
+          ASSERT_NEAR(out[i * hd + d], want[d], 1e-5)
+              << "query " << i << " d " << d << " window " << window << " softcap " << softcap;
+        }
+      }
     }
   }
 }
@@ -139,15 +168,20 @@ TEST(Attention, SimdTiledKernelsEqualTheReferenceBitForBit) {
         std::vector<float> q(n_q * stride), want(n_q * stride), got(n_q * stride);
         for (float& x : q) x = std::uniform_real_distribution<float>(-2, 2)(rng);
         const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-        attend_tiles_function(Isa::Reference)(hd, n_q, pos0, q.data(), stride, k.data(), v.data(),
-                                              stride, scale, want.data(), stride);
-        for (Isa isa : isas) {
-          attend_tiles_function(isa)(hd, n_q, pos0, q.data(), stride, k.data(), v.data(), stride,
-                                     scale, got.data(), stride);
-          for (size_t i = 0; i < n_q; ++i) {
-            ASSERT_EQ(std::memcmp(want.data() + i * stride, got.data() + i * stride, hd * 4), 0)
-                << isa_name(isa) << " hd " << hd << " n_q " << n_q << " pos0 " << pos0 << " query "
-                << i;
+        // No window, one that ends inside a tile and one that spans tiles;
+        // soft-capped on every other case.
+        for (size_t window : {size_t{0}, size_t{17}, size_t{100}}) {
+          const Scores scores(scale, (window + pos0) % 2 == 0 ? 0.0f : 2.0f);
+          attend_tiles_function(Isa::Reference)(hd, n_q, pos0, q.data(), stride, k.data(), v.data(),
+                                                stride, scores, window, want.data(), stride);
+          for (Isa isa : isas) {
+            attend_tiles_function(isa)(hd, n_q, pos0, q.data(), stride, k.data(), v.data(), stride,
+                                       scores, window, got.data(), stride);
+            for (size_t i = 0; i < n_q; ++i) {
+              ASSERT_EQ(std::memcmp(want.data() + i * stride, got.data() + i * stride, hd * 4), 0)
+                  << isa_name(isa) << " hd " << hd << " n_q " << n_q << " pos0 " << pos0
+                  << " window " << window << " query " << i;
+            }
           }
         }
       }
@@ -171,14 +205,14 @@ TEST(Attention, MergedChunksAreTheSoftmaxWeightedSumOfValues) {
   const std::vector<uint16_t> k = random_halves(hd * n, rng), v = random_halves(hd * n, rng);
   std::vector<float> q(hd);
   for (float& x : q) x = f16_to_f32(f32_to_f16(std::uniform_real_distribution<float>(-1, 1)(rng)));
-  const float scale = 0.3f;
+  const Scores scale(0.3f);
   std::vector<float> accs(2 * hd), partials(4), out(hd);
   const AttendFn attend = attend_function(Isa::Reference, hd);
   attend(hd, 1, split, q.data(), k.data(), v.data(), hd, scale, accs.data(), partials.data());
   attend(hd, 1, n - split, q.data(), k.data() + split * hd, v.data() + split * hd, hd, scale,
          accs.data() + hd, partials.data() + 2);
   merge_attention_chunks(hd, 2, partials.data(), 2, accs.data(), hd, out.data());
-  const std::vector<double> want = exact_attention(q.data(), hd, n, k, v, scale);
+  const std::vector<double> want = exact_attention(q.data(), hd, n, k, v, 0.3f);
   for (size_t d = 0; d < hd; ++d) EXPECT_NEAR(out[d], want[d], 4e-3) << d;
 
   EXPECT_EQ(split_attention_chunk(1), 0u);
