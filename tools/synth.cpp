@@ -3,8 +3,10 @@
 // downloads (not a user command).
 //
 //   quip-synth SHAPE OUT.gguf [--type TYPE | --mix FTYPE] [--seed N]
+//              [--rope-scaling linear:FACTOR | yarn:FACTOR[:ORIGINAL_CONTEXT]]
 //
-// SHAPE: tiny (a 2-layer llama, n_embd 64, F32 by default), qwen2.5-0.5b,
+// SHAPE: tiny (a 2-layer llama, n_embd 64, F32 by default), tiny-qwen2 and
+// tiny-qwen3 (the same sizes with Q/K/V biases or Q/K norms), qwen2.5-0.5b,
 // llama-3.2-1b, qwen2.5-7b, llama-3.1-8b, qwen3-8b, qwen2.5-14b (their
 // published hyper-parameters; llama-3.1-8b without its rope_freqs factors,
 // which change no speed). Weights are uniform with the standard deviation of
@@ -23,7 +25,7 @@
 // (most of Qwen2.5-0.5B, all of tiny). --type q4_k_m and q5_k_m, which are
 // no single type, are --mix. The vocabulary is byte-level BPE with no
 // merges: 256 byte tokens, then control tokens up to the real vocabulary
-// size.
+// size. --rope-scaling writes the rope.scaling keys of a long-context file.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -60,6 +62,8 @@ struct Shape {
 
 constexpr Shape kShapes[] = {
     {"tiny", "llama", 64, 2, 4, 2, 128, 512, 2048, 10000.0f, 1e-5f, false, GgmlType::F32},
+    {"tiny-qwen2", "qwen2", 64, 2, 4, 2, 128, 512, 2048, 1e6f, 1e-6f, false, GgmlType::F32},
+    {"tiny-qwen3", "qwen3", 64, 2, 4, 2, 128, 512, 2048, 1e6f, 1e-6f, false, GgmlType::F32, true},
     {"qwen2.5-0.5b", "qwen2", 896, 24, 14, 2, 4864, 151936, 32768, 1e6f, 1e-6f, true,
      GgmlType::Q8_0},
     {"llama-3.2-1b", "llama", 2048, 16, 32, 8, 8192, 128256, 131072, 500000.0f, 1e-5f, true,
@@ -128,8 +132,8 @@ struct Rng {
 // so the file is the same on any number of threads.
 template <typename Use>
 void fill_rows(const Rng& start, uint64_t n_in, uint64_t n_out, const Use& use) {
-  const uint64_t threads =
-      std::clamp<uint64_t>(std::thread::hardware_concurrency(), 1, std::max<uint64_t>(n_out / 64, 1));
+  const uint64_t threads = std::clamp<uint64_t>(std::thread::hardware_concurrency(), 1,
+                                                std::max<uint64_t>(n_out / 64, 1));
   const auto work = [&](uint64_t first, uint64_t end) {
     Rng rng = start.skipped(first * n_in);
     std::vector<float> row(n_in);
@@ -173,7 +177,34 @@ void add_vocabulary(GgufWriter& w, const Shape& s) {
   w.set(std::string(k::kEosTokenId), uint32_t{258});
 }
 
-int write_model(const Shape& s, WeightTypes weights, const std::string& path, uint64_t seed) {
+// --rope-scaling KIND:FACTOR[:ORIGINAL_CONTEXT]: the rope.scaling keys of a
+// long-context file (kind linear or yarn).
+struct RopeScaling {
+  std::string kind;
+  float factor = 0;
+  uint32_t original_context = 0;  // 0: no key
+};
+
+std::optional<RopeScaling> rope_scaling_from(std::string_view text) {
+  RopeScaling r;
+  const size_t colon = text.find(':');
+  if (colon == std::string_view::npos) return std::nullopt;
+  r.kind = std::string(text.substr(0, colon));
+  const std::string rest(text.substr(colon + 1));
+  char* end = nullptr;
+  r.factor = std::strtof(rest.c_str(), &end);
+  if (end == rest.c_str() || !(r.factor > 0)) return std::nullopt;
+  if (*end == ':') {
+    const char* digits = end + 1;
+    r.original_context = static_cast<uint32_t>(std::strtoul(digits, &end, 10));
+    if (end == digits) return std::nullopt;
+  }
+  if (*end != '\0' || (r.kind != "linear" && r.kind != "yarn")) return std::nullopt;
+  return r;
+}
+
+int write_model(const Shape& s, WeightTypes weights, const std::string& path, uint64_t seed,
+                const std::optional<RopeScaling>& rope_scaling) {
   namespace k = quip::gguf::keys;
   const std::string arch(s.arch);
   GgufWriter w;
@@ -189,6 +220,14 @@ int write_model(const Shape& s, WeightTypes weights, const std::string& path, ui
   w.set(k::arch_key(arch, k::kHeadCountKv), s.n_head_kv);
   w.set(k::arch_key(arch, k::kRopeFreqBase), s.rope_base);
   w.set(k::arch_key(arch, "attention.layer_norm_rms_epsilon"), s.rms_eps);
+  if (rope_scaling) {
+    w.set(k::arch_key(arch, "rope.scaling.type"), rope_scaling->kind);
+    w.set(k::arch_key(arch, "rope.scaling.factor"), rope_scaling->factor);
+    if (rope_scaling->original_context != 0) {
+      w.set(k::arch_key(arch, "rope.scaling.original_context_length"),
+            rope_scaling->original_context);
+    }
+  }
   add_vocabulary(w, s);
 
   const auto f32 = static_cast<uint32_t>(GgmlType::F32);
@@ -263,8 +302,9 @@ int write_model(const Shape& s, WeightTypes weights, const std::string& path, ui
 int usage() {
   std::fputs(
       "usage: quip-synth SHAPE OUT.gguf [--type TYPE | --mix FTYPE] [--seed N]\n"
-      "SHAPE: tiny, qwen2.5-0.5b, llama-3.2-1b, qwen2.5-7b, llama-3.1-8b, qwen3-8b, "
-      "qwen2.5-14b\n"
+      "                  [--rope-scaling linear:FACTOR | yarn:FACTOR[:ORIGINAL_CONTEXT]]\n"
+      "SHAPE: tiny, tiny-qwen2, tiny-qwen3, qwen2.5-0.5b, llama-3.2-1b, qwen2.5-7b, "
+      "llama-3.1-8b, qwen3-8b, qwen2.5-14b\n"
       "TYPE: f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 iq4_nl q2_k q3_k q4_k q5_k q6_k iq4_xs "
       "(every matrix), q4_k_m q5_k_m (mixes)\n"
       "FTYPE: q4_k_m q5_k_m q6_k iq4_xs (llama-quantize's mix of that file type)\n",
@@ -286,6 +326,7 @@ int main(int argc, char** argv) {
   }
   WeightTypes weights{shape->default_type, std::nullopt};
   uint64_t seed = 42;
+  std::optional<RopeScaling> rope_scaling;
   for (int i = 3; i < argc; i += 2) {
     if (i + 1 >= argc) return usage();
     const std::string_view flag = argv[i], value = argv[i + 1];
@@ -312,6 +353,15 @@ int main(int argc, char** argv) {
         return 2;
       }
       weights = {GgmlType::F32, mix};
+    } else if (flag == "--rope-scaling") {
+      rope_scaling = rope_scaling_from(value);
+      if (!rope_scaling) {
+        std::fprintf(stderr,
+                     "quip-synth: rope scaling '%s' is not linear:FACTOR or "
+                     "yarn:FACTOR[:ORIGINAL_CONTEXT]\n",
+                     argv[i + 1]);
+        return 2;
+      }
     } else if (flag == "--seed") {
       char* end = nullptr;
       seed = std::strtoull(argv[i + 1], &end, 10);
@@ -320,5 +370,5 @@ int main(int argc, char** argv) {
       return usage();
     }
   }
-  return write_model(*shape, weights, argv[2], seed);
+  return write_model(*shape, weights, argv[2], seed, rope_scaling);
 }

@@ -12,6 +12,7 @@
 #include "cli/exit_status.h"
 #include "cli/report.h"
 #include "cli/usage.h"
+#include "engine/model.h"
 #include "gguf/keys.h"
 #include "gguf/reader.h"
 
@@ -146,6 +147,10 @@ struct Summary {
   uint64_t n_params = 0;
   uint64_t tensor_bytes = 0;
   std::map<std::string, uint64_t> tensors_per_type;  // by type name
+  // How quip computes the model (its windows, soft caps, RoPE scaling), or
+  // why it cannot.
+  std::optional<engine::Hparams> computed;
+  std::string not_runnable;
 };
 
 std::optional<uint64_t> uint_of(const GgufFile& f, std::string_view key) {
@@ -190,7 +195,48 @@ Summary summarize(const GgufFile& f) {
     s.tensor_bytes += t.n_bytes;
     ++s.tensors_per_type[std::string(t.type.name)];
   }
+  if (auto m = engine::Model::bind(f)) {
+    s.computed = m->hparams();
+  } else {
+    s.not_runnable = m.error().message;
+    // Without the file's name, which the report already shows.
+    const std::string prefix = printable(f.name(), 4096) + ": ";
+    if (s.not_runnable.starts_with(prefix)) s.not_runnable.erase(0, prefix.size());
+  }
   return s;
+}
+
+// The layers of hp that attend through the sliding window.
+uint32_t sliding_layers(const engine::Hparams& hp) {
+  uint32_t n = 0;
+  for (uint32_t il = 0; il < hp.n_layer; ++il) n += hp.slides(il) ? 1 : 0;
+  return n;
+}
+
+// What quip computes beyond the plain transformer: nulls where the model
+// has none of it.
+Json computed_json(const Summary& s) {
+  if (!s.computed) return Json{{"runs", false}, {"error", s.not_runnable}};
+  const engine::Hparams& hp = *s.computed;
+  const auto value_or_null = [](float v) {
+    return v != 0 ? Json(shortest_double(v)) : Json(nullptr);
+  };
+  Json window = nullptr;
+  if (hp.window != 0) {
+    window = Json{{"window", hp.window},
+                  {"pattern", hp.window_pattern},
+                  {"sliding_layers", sliding_layers(hp)},
+                  {"rope_freq_base", shortest_double(hp.rope_sliding.base)},
+                  {"rope_freq_scale", shortest_double(hp.rope_sliding.freq_scale)}};
+  }
+  return Json{{"runs", true},
+              {"rope_freq_scale", shortest_double(hp.rope.freq_scale)},
+              {"rope_attn_factor", shortest_double(hp.rope.mscale)},
+              {"sliding_window", window},
+              {"attn_softcap", value_or_null(hp.attn_softcap)},
+              {"final_softcap", value_or_null(hp.final_softcap)},
+              {"embedding_scale", value_or_null(hp.embedding_scale)},
+              {"query_scale", value_or_null(hp.query_scale)}};
 }
 
 template <class T>
@@ -234,6 +280,7 @@ void print_json(const GgufFile& f, const Summary& s, std::ostream& out) {
       {"has_chat_template", s.chat_template_bytes.has_value()},
       {"tensors_per_type", s.tensors_per_type},
       {"tensor_bytes", s.tensor_bytes},
+      {"computed", computed_json(s)},
   };
   Json metadata = Json::object();
   for (const gguf::KeyValue& kv : f.metadata())
@@ -295,6 +342,32 @@ void print_text(const GgufFile& f, const Summary& s, bool list_tensors, std::ost
   row("tensors", std::to_string(f.tensors().size()) + (per_type.empty() ? "" : ": " + per_type));
   row("tensor data", human_bytes(s.tensor_bytes));
   row("metadata keys", std::to_string(f.metadata().size()));
+  if (!s.computed) {
+    row("runs", "no: " + printable(s.not_runnable, 4096));
+  } else {
+    const engine::Hparams& hp = *s.computed;
+    const auto g = [](double v) {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%.6g", v);
+      return std::string(buf);
+    };
+    row("runs", "yes");
+    if (hp.rope.freq_scale != 1 || hp.rope.mscale != 1) {
+      row("rope scaling",
+          "linear, angles x " + g(hp.rope.freq_scale) + ", cos and sin x " + g(hp.rope.mscale));
+    }
+    if (hp.window != 0) {
+      row("sliding window",
+          std::to_string(hp.window) + " positions on " + std::to_string(sliding_layers(hp)) +
+              " of " + std::to_string(hp.n_layer) + " layers (pattern " +
+              std::to_string(hp.window_pattern) + "; rope base " + g(hp.rope_sliding.base) +
+              ", angles x " + g(hp.rope_sliding.freq_scale) + ")");
+    }
+    if (hp.attn_softcap != 0 || hp.final_softcap != 0) {
+      row("soft caps", "attention " + (hp.attn_softcap != 0 ? g(hp.attn_softcap) : "-") +
+                           ", final " + (hp.final_softcap != 0 ? g(hp.final_softcap) : "-"));
+    }
+  }
 
   if (!list_tensors) return;
   out << '\n';

@@ -54,13 +54,27 @@ constexpr ArchSpec kArchs[] = {
      .slides = true},
 };
 
+// YaRN's correction range (ggml_rope_yarn_corr_dims): the pairs whose
+// wavelength spans between beta_fast (32) and beta_slow (1) rotations over
+// the original context, as llama.cpp's defaults for these families.
+void yarn_correction(RopeFrequencies& rope, uint32_t n_rot, uint32_t n_ctx_orig) {
+  const auto dim = [&](float rotations) {
+    return static_cast<float>(n_rot) *
+           std::log(static_cast<float>(n_ctx_orig) / (rotations * 2 * static_cast<float>(M_PI))) /
+           (2 * std::log(rope.base));
+  };
+  rope.corr_low = std::max(0.0f, std::floor(dim(32.0f)));
+  rope.corr_high = std::min(static_cast<float>(n_rot - 1), std::ceil(dim(1.0f)));
+}
+
 // The keys of rotation, attention and output that change the computation:
 // read into `hp` where quip computes them; otherwise refused, naming the key
 // and value, never computed as if they were absent.
 //   - RoPE scaling: for type linear (the default) every angle times 1 /
 //     rope.scaling.factor (or the older rope.scale_linear); for none, no
-//     scaling; cos and sin times rope.scaling.attn_factor. YaRN and
-//     LongRoPE are refused until quip computes them.
+//     scaling; cos and sin times rope.scaling.attn_factor; for yarn, YaRN
+//     over rope.scaling.original_context_length. LongRoPE is refused until
+//     quip computes it.
 //   - Value heads of another size than the key heads; sliding layers with
 //     other head or rotation sizes than the others (per-layer KV widths).
 //   - Sliding windows, soft caps and the query scale, as the family's
@@ -77,7 +91,7 @@ Result<void> read_attention_keys(const gguf::GgufFile& f, const ArchSpec& spec,
   };
   std::string_view kind;
   if (auto r = read("rope.scaling.type", &kind, std::string_view("linear")); !r) return r.error();
-  if (kind != "linear" && kind != "none") {
+  if (kind != "linear" && kind != "none" && kind != "yarn") {
     return Error{prefix + "RoPE scaling '" + printable(kind) + "' (" + key("rope.scaling.type") +
                  ") is not supported yet"};
   }
@@ -92,9 +106,24 @@ Result<void> read_attention_keys(const gguf::GgufFile& f, const ArchSpec& spec,
     if (*found) break;  // llama.cpp reads the older key only without the newer
   }
   hp.rope.freq_scale = kind == "none" || factor == 0 ? 1.0f : 1.0f / factor;
-  if (auto r = read("rope.scaling.attn_factor", &hp.rope.mscale, 1.0f); !r) return r.error();
-  if (!std::isfinite(hp.rope.mscale)) {
+  float attn_factor = 1.0f;
+  if (auto r = read("rope.scaling.attn_factor", &attn_factor, 1.0f); !r) return r.error();
+  if (!std::isfinite(attn_factor)) {
     return Error{prefix + key("rope.scaling.attn_factor") + " is not a finite number"};
+  }
+  hp.rope.mscale = attn_factor;
+  uint32_t n_ctx_orig = hp.n_ctx_train;
+  if (kind == "yarn") {
+    if (auto r = read("rope.scaling.original_context_length", &n_ctx_orig, hp.n_ctx_train); !r) {
+      return r.error();
+    }
+    // llama.cpp's context setup: YaRN's magnitude 1 + 0.1 ln(factor), which
+    // rope_yarn applies, divided out again (and a factor <= 1 none), times
+    // the file's attn_factor; in its float steps.
+    const float yarn_factor = 1.0f / hp.rope.freq_scale;
+    const float magnitude = std::fma(0.1f, std::log(yarn_factor), 1.0f);
+    hp.rope.mscale = (yarn_factor <= 1.0f ? 1.0f : magnitude) * (1.0f / magnitude) * attn_factor;
+    hp.rope.ext_factor = 1.0f;
   }
 
   uint32_t value_length = 0;
@@ -144,6 +173,9 @@ Result<void> read_attention_keys(const gguf::GgufFile& f, const ArchSpec& spec,
         !r) {
       return r.error();
     }
+  }
+  for (RopeFrequencies* rope : {&hp.rope, &hp.rope_sliding}) {
+    if (rope->ext_factor != 0.0f) yarn_correction(*rope, hp.n_rot, n_ctx_orig);
   }
   if (!std::isfinite(hp.attn_softcap) || !std::isfinite(hp.final_softcap)) {
     return Error{prefix + "a soft-capping value is not a finite number"};

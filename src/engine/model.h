@@ -106,9 +106,13 @@ struct Layer {
 
 // How one layer rotates: theta = freq_scale * pos * base^(-2i / n_rot)
 // (linear RoPE scaling: freq_scale = 1 / rope.scaling.factor), with cos and
-// sin times mscale (rope.scaling.attn_factor).
+// sin times mscale (rope.scaling.attn_factor). YaRN (Peng et al. 2023),
+// where ext_factor is 1: pair i's angle mixes the scaled and the unscaled
+// one by a ramp that falls from 1 to 0 between pairs corr_low and
+// corr_high, and cos and sin are also times 1 + 0.1 ln(1 / freq_scale).
 struct RopeFrequencies {
   float base = 10000.0f, freq_scale = 1.0f, mscale = 1.0f;
+  float ext_factor = 0.0f, corr_low = 0.0f, corr_high = 0.0f;
   bool operator==(const RopeFrequencies&) const = default;
 };
 

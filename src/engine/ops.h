@@ -4,6 +4,7 @@
 // llama.cpp. Shared by Forward and ReferenceForward. Pure functions.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -29,18 +30,32 @@ inline void rms_norm(const float* x, const float* weight, float* out, size_t n, 
 // `pos`, n_rot / 2 of each: pair i turns by freq_scale * pos *
 // base^(-2i / n_rot), divided by freq_factors[i] before the freq_scale when
 // the model has them (Llama 3.1's long context scaling), cos and sin times
-// mscale. As ggml_rope_cache_init with rope_yarn's ext_factor 0, in float:
-// theta starts at pos and is multiplied by theta_scale = powf(base, -2 /
-// n_rot) once per pair; a double-precision angle differs by ~1e-5 at later
-// positions, which the test models notice.
+// mscale; with YaRN, as RopeFrequencies says. As ggml_rope_cache_init and
+// rope_yarn, in float: theta starts at pos and is multiplied by theta_scale
+// = powf(base, -2 / n_rot) once per pair (a double-precision angle differs
+// by ~1e-5 at later positions, which the test models notice), and the mix
+// a * (1 - r) + b * r fused as GCC builds ggml.
 inline void rope_angles(size_t pos, const RopeFrequencies& rope, uint32_t n_rot,
                         const float* freq_factors, float* cos_out, float* sin_out) {
   const float theta_scale = std::pow(rope.base, -2.0f / static_cast<float>(n_rot));
+  float mscale = rope.mscale;
+  if (rope.ext_factor != 0.0f) {
+    mscale *= std::fma(0.1f, std::log(1.0f / rope.freq_scale), 1.0f);
+  }
   float theta = static_cast<float>(pos);
   for (uint32_t i = 0; i < n_rot / 2; ++i, theta *= theta_scale) {
-    const float t = rope.freq_scale * (freq_factors != nullptr ? theta / freq_factors[i] : theta);
-    cos_out[i] = std::cos(t) * rope.mscale;
-    sin_out[i] = std::sin(t) * rope.mscale;
+    const float extrap = freq_factors != nullptr ? theta / freq_factors[i] : theta;
+    const float interp = rope.freq_scale * extrap;
+    float t = interp;
+    if (rope.ext_factor != 0.0f) {
+      // ggml's rope_yarn_ramp over the pair index.
+      const float y = (static_cast<float>(i) - rope.corr_low) /
+                      std::max(0.001f, rope.corr_high - rope.corr_low);
+      const float ramp_mix = (1.0f - std::min(1.0f, std::max(0.0f, y))) * rope.ext_factor;
+      t = std::fma(interp, 1.0f - ramp_mix, extrap * ramp_mix);
+    }
+    cos_out[i] = std::cos(t) * mscale;
+    sin_out[i] = std::sin(t) * mscale;
   }
 }
 

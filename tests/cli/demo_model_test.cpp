@@ -1,11 +1,12 @@
-// The demo model (SmolLM2-135M-Instruct, Q4_1: a trained model, fetched by
-// scripts/fetch_models.sh) answers byte for byte as llama.cpp does.
+// Trained models fetched by scripts/fetch_models.sh (the demo model,
+// SmolLM2-135M-Instruct in Q4_1, and Gemma 3 270M in Q4_K_M) answer byte
+// for byte as llama.cpp does.
 //
-// Expectations: tests/data/smollm2/golden.json, llama.cpp build 9749's
+// Expectations: tests/data/MODEL/golden.json, llama.cpp build 9749's
 // greedy texts for chat prompts (llama-server's /v1/chat/completions, which
 // renders the model's template with llama.cpp's own Jinja engine) and for
-// raw prompts (llama-completion); tests/data/smollm2/README.md says how
-// they were recorded.
+// raw prompts (llama-completion); each folder's README.md says how they
+// were recorded. A held-out model is tested by adding its folder here.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -21,17 +22,16 @@ namespace {
 using testing::describe;
 using testing::run_quip;
 
-const nlohmann::json& golden() {
-  static const nlohmann::json g = nlohmann::json::parse(
-      testing::read_file(std::filesystem::path(QUIP_TEST_DATA_DIR) / "smollm2" / "golden.json"));
-  return g;
+nlohmann::json golden(const std::string& folder) {
+  return nlohmann::json::parse(
+      testing::read_file(std::filesystem::path(QUIP_TEST_DATA_DIR) / folder / "golden.json"));
 }
 
 // The quip command line of one golden case.
 std::vector<std::string> command(const std::filesystem::path& model, const nlohmann::json& c) {
-  std::vector<std::string> args = {"-m", model.string(), "-n",
-                                   std::to_string(c.at("n_predict").get<int>()), "--temp", "0",
-                                   "-t", "2"};
+  std::vector<std::string> args = {
+      "-m", model.string(), "-n", std::to_string(c.at("n_predict").get<int>()), "--temp",
+      "0",  "-t",           "2"};
   if (c.at("kind") == "raw") args.emplace_back("--raw");
   if (c.contains("system")) {
     args.emplace_back("--system");
@@ -41,10 +41,13 @@ std::vector<std::string> command(const std::filesystem::path& model, const nlohm
   return args;
 }
 
-TEST(DemoModel, GreedyAnswersAreLlamaCpps) {
-  QUIP_REQUIRE_DEMO_MODEL(model);
-  ASSERT_GE(golden().at("cases").size(), 4u);
-  for (const auto& c : golden().at("cases")) {
+class GoldenModels : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(GoldenModels, GreedyAnswersAreLlamaCpps) {
+  const nlohmann::json g = golden(GetParam());
+  QUIP_REQUIRE_FETCHED_MODEL(model, g.at("model").get<std::string>());
+  ASSERT_GE(g.at("cases").size(), 4u);
+  for (const auto& c : g.at("cases")) {
     testing::TempDir home;
     const std::vector<std::string> args = command(model, c);
     // Once computing everything, once with the whole prompt in the prefix
@@ -58,6 +61,15 @@ TEST(DemoModel, GreedyAnswersAreLlamaCpps) {
     }
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Fetched, GoldenModels, ::testing::Values("smollm2", "gemma3-270m"),
+                         [](const ::testing::TestParamInfo<std::string>& param) {
+                           std::string name = param.param;
+                           for (char& ch : name) {
+                             if (ch == '-') ch = '_';
+                           }
+                           return name;
+                         });
 
 TEST(DemoModel, FollowUpRestoresTheFirstTurn) {
   QUIP_REQUIRE_DEMO_MODEL(model);

@@ -83,6 +83,45 @@ TEST(InspectText, TensorsFlagListsOneLinePerTensor) {
   }
 }
 
+// What quip computes beyond the plain transformer, as ../shared/archs's
+// README describes each file, and why it cannot run one.
+TEST(InspectText, ShowsHowQuipComputesTheModel) {
+  QUIP_REQUIRE_SHARED();
+  const auto archs = [](const char* file) {
+    return (testing::shared_dir() / "archs" / file).string();
+  };
+  const RunResult g2 = run_quip({"inspect", archs("tiny-gemma2-e96-f16.gguf")});
+  ASSERT_EQ(g2.status, kExitOk) << g2.err;
+  EXPECT_EQ(text_row(g2.out, "runs"), "yes") << g2.out;
+  EXPECT_TRUE(text_row(g2.out, "sliding window")
+                  .value_or("")
+                  .starts_with("16 positions on 2 of 4 layers (pattern 2;"))
+      << g2.out;
+  EXPECT_EQ(text_row(g2.out, "soft caps"), "attention 10, final 20") << g2.out;
+
+  const RunResult g3 = run_quip({"inspect", archs("tiny-gemma3-e64-f16.gguf")});
+  ASSERT_EQ(g3.status, kExitOk) << g3.err;
+  EXPECT_EQ(text_row(g3.out, "sliding window"),
+            "16 positions on 3 of 4 layers (pattern 3; rope base 10000, angles x 1)")
+      << g3.out;
+  EXPECT_EQ(text_row(g3.out, "soft caps"), std::nullopt) << g3.out;
+
+  const RunResult json = run_quip({"inspect", "--json", archs("tiny-gemma2-e96-f16.gguf")});
+  ASSERT_EQ(json.status, kExitOk) << json.err;
+  const auto computed = nlohmann::json::parse(json.out).at("summary").at("computed");
+  EXPECT_EQ(computed.at("runs"), true);
+  EXPECT_EQ(computed.at("sliding_window").at("window"), 16);
+  EXPECT_EQ(computed.at("attn_softcap"), 10.0);
+  EXPECT_EQ(computed.at("final_softcap"), 20.0);
+
+  const RunResult moe = run_quip({"inspect", archs("tiny-qwen3moe-e64-f16.gguf")});
+  ASSERT_EQ(moe.status, kExitOk) << moe.err;  // inspect reads any GGUF
+  const std::string runs = text_row(moe.out, "runs").value_or("");
+  EXPECT_TRUE(runs.starts_with("no: ")) << moe.out;
+  EXPECT_NE(runs.find("qwen3moe"), std::string::npos) << moe.out;
+  EXPECT_NE(runs.find("not supported"), std::string::npos) << moe.out;
+}
+
 TEST(InspectText, WrittenFileShowsItsValues) {
   TempDir dir;
   const fs::path path = dir / "every-type.gguf";

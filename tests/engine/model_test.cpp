@@ -96,11 +96,6 @@ TEST(ModelBind, RefusesRopeScalingItDoesNotComputeNamingTheKey) {
     std::function<void(gguf::GgufWriter&)> extra;
     std::string key, value;
   } cases[] = {
-      {[](gguf::GgufWriter& w) {
-         w.set("llama.rope.scaling.type", std::string("yarn"));
-         w.set("llama.rope.scaling.factor", 4.0f);
-       },
-       "llama.rope.scaling.type", "'yarn'"},
       {[](gguf::GgufWriter& w) { w.set("llama.rope.scaling.type", std::string("longrope")); },
        "llama.rope.scaling.type", "'longrope'"},
       {[](gguf::GgufWriter& w) { w.set("llama.rope.scaling.type", std::string("llama3x")); },
@@ -144,6 +139,30 @@ TEST(ModelBind, ReadsLinearRopeScalingAndTheAttentionFactor) {
   const std::string negative =
       bind_error([](gguf::GgufWriter& w) { w.set("llama.rope.scaling.factor", -2.0f); });
   EXPECT_NE(negative.find("llama.rope.scaling.factor"), std::string::npos) << negative;
+}
+
+// YaRN: the scale, the ramp between the pairs whose wavelengths span 32
+// and 1 rotations over the original context (for 16 rotated dimensions
+// and base 10000 over 32768 positions: 16 ln(32768 / 2 pi b) / 2 ln 10000
+// = 4.42 for b = 32 and 7.43 for b = 1, so pairs 4 to 8), and a magnitude
+// that llama.cpp divides out again.
+TEST(ModelBind, ReadsYarnScaling) {
+  auto hp = bind_hparams("llama", [](gguf::GgufWriter& w) {
+    w.set("llama.rope.scaling.type", std::string("yarn"));
+    w.set("llama.rope.scaling.factor", 4.0f);
+    w.set("llama.rope.scaling.original_context_length", uint32_t{32768});
+  });
+  ASSERT_TRUE(hp) << hp.error().message;
+  EXPECT_EQ(hp->rope.freq_scale, 0.25f);
+  EXPECT_EQ(hp->rope.ext_factor, 1.0f);
+  EXPECT_EQ(hp->rope.corr_low, 4.0f);
+  EXPECT_EQ(hp->rope.corr_high, 8.0f);
+  EXPECT_NEAR(hp->rope.mscale, 1.0f, 1e-6);
+  // Linear scaling has no ramp.
+  auto linear =
+      bind_hparams("llama", [](gguf::GgufWriter& w) { w.set("llama.rope.scaling.factor", 4.0f); });
+  ASSERT_TRUE(linear) << linear.error().message;
+  EXPECT_EQ(linear->rope.ext_factor, 0.0f);
 }
 
 // The Gemmas' sliding windows, rotations, soft caps and scales, as

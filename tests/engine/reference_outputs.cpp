@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <map>
 #include <stdexcept>
 
@@ -38,8 +39,11 @@ const nlohmann::json& reference_entry(const std::string& file, const std::string
   static std::map<std::string, nlohmann::json> sets;
   auto it = sets.find(folder);
   if (it == sets.end()) {
-    it = sets.emplace(folder, nlohmann::json::parse(testing::read_file(testing::shared_dir() /
-                                                                       folder / "reference.json")))
+    // A folder of ../shared, or an absolute path (this repository's test data).
+    const std::filesystem::path dir = std::filesystem::path(folder).is_absolute()
+                                          ? std::filesystem::path(folder)
+                                          : testing::shared_dir() / folder;
+    it = sets.emplace(folder, nlohmann::json::parse(testing::read_file(dir / "reference.json")))
              .first;
   }
   for (const auto& m : it->second.at("models")) {

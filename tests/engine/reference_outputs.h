@@ -22,7 +22,8 @@ double tolerance_for(const std::string& file);
 double tolerance_for(const gguf::GgufFile& file);
 
 // The reference entry of a model file ({"model", "completions", "chat"}) in
-// shared_dir()/folder/reference.json.
+// shared_dir()/folder/reference.json, or folder/reference.json for an
+// absolute folder.
 const nlohmann::json& reference_entry(const std::string& file,
                                       const std::string& folder = "models");
 

@@ -12,11 +12,14 @@ std::filesystem::path shared_dir() {
   return std::filesystem::is_directory(dir / "models", ec) ? dir : std::filesystem::path();
 }
 
-std::filesystem::path demo_model() {
-  const std::filesystem::path path =
-      std::filesystem::path(QUIP_MODELS_DIR) / "SmolLM2-135M-Instruct.Q4_1.gguf";
+std::filesystem::path fetched_model(const std::string& file) {
+  const std::filesystem::path path = std::filesystem::path(QUIP_MODELS_DIR) / file;
   std::error_code ec;
   return std::filesystem::is_regular_file(path, ec) ? path : std::filesystem::path();
+}
+
+std::filesystem::path demo_model() {
+  return fetched_model("SmolLM2-135M-Instruct.Q4_1.gguf");
 }
 
 std::vector<std::filesystem::path> shared_files(const std::string& sub, const std::string& suffix) {

@@ -19,8 +19,11 @@ std::filesystem::path shared_dir();
 // Files under shared_dir()/sub whose names end with `suffix`, sorted.
 std::vector<std::filesystem::path> shared_files(const std::string& sub, const std::string& suffix);
 
-// The demo model (scripts/fetch_models.sh: SmolLM2-135M-Instruct, Q4_1) in
+// A model that scripts/fetch_models.sh fetches, by its file name, in
 // QUIP_MODELS_DIR, or an empty path when it has not been fetched.
+std::filesystem::path fetched_model(const std::string& file);
+
+// The demo model (SmolLM2-135M-Instruct, Q4_1), as fetched_model.
 std::filesystem::path demo_model();
 
 // Reads a whole file.
@@ -39,17 +42,21 @@ std::string read_file(const std::filesystem::path& path);
     }                                                                              \
   } while (0)
 
-// For tests on the demo model: skips with a message when it is missing, or
-// fails when CI is set. Declares `model` (its path).
-#define QUIP_REQUIRE_DEMO_MODEL(model)                                                     \
-  const std::filesystem::path model = ::quip::testing::demo_model();                      \
-  do {                                                                                     \
-    if (model.empty()) {                                                                   \
-      if (std::getenv("CI") != nullptr) {                                                  \
-        FAIL() << "the demo model is not in " QUIP_MODELS_DIR " (CI is set): run "         \
-                  "scripts/fetch_models.sh";                                               \
-      }                                                                                    \
-      GTEST_SKIP() << "the demo model is not in " QUIP_MODELS_DIR                          \
-                      " (scripts/fetch_models.sh fetches it)";                             \
-    }                                                                                      \
+// For tests on a fetched model (file name `file`): skips with a message
+// when it is missing, or fails when CI is set. Declares `model` (its path).
+#define QUIP_REQUIRE_FETCHED_MODEL(model, file)                                               \
+  const std::filesystem::path model = ::quip::testing::fetched_model(file);                   \
+  do {                                                                                        \
+    if (model.empty()) {                                                                      \
+      if (std::getenv("CI") != nullptr) {                                                     \
+        FAIL() << (file)                                                                      \
+               << " is not in " QUIP_MODELS_DIR                                               \
+                  " (CI is set): run "                                                        \
+                  "scripts/fetch_models.sh (make models)";                                    \
+      }                                                                                       \
+      GTEST_SKIP() << (file) << " is not in " QUIP_MODELS_DIR << " (make models fetches it)"; \
+    }                                                                                         \
   } while (0)
+
+#define QUIP_REQUIRE_DEMO_MODEL(model) \
+  QUIP_REQUIRE_FETCHED_MODEL(model, std::string("SmolLM2-135M-Instruct.Q4_1.gguf"))
