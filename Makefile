@@ -1,109 +1,77 @@
-#The two commands a newcomer needs(see README.md):
-#make demo set up, build, and run quip's main job
-#make check set up, build, and run every test(release, ASan + UBSan, fuzz)
+# The two commands a newcomer needs (see README.md):
+#   make demo    set up, build, and run quip's main job
+#   make check   set up, build, and run every test (release, ASan+UBSan, fuzz)
 #
-#The demo model(scripts / fetch_models.sh) lives outside the repository, in MODELS_DIR.
-#Build folders : build / (release, with tests and benchmarks),
-#build - asan / (AddressSanitizer + UndefinedBehaviorSanitizer), build - fuzz / (clang, libFuzzer).
+# The demo model (scripts/fetch_models.sh) lives outside the repository, in MODELS_DIR.
+# Build folders: build/ (release, with tests and benchmarks),
+# build-asan/ (AddressSanitizer + UndefinedBehaviorSanitizer), build-fuzz/ (clang, libFuzzer).
 
-JOBS
-    ? = $(shell nproc) FUZZ_SECONDS
-            ? = 60 TOKENIZER_FUZZ_SECONDS
-                    ? = 20 SHARED
-                            ? = $(CURDIR) /../ shared MODEL
-                                    ? = MODELS_DIR
-                                            ? = $(or $(XDG_CACHE_HOME), $(HOME) /.cache) / quip /
-                                                models
+JOBS         ?= $(shell nproc)
+FUZZ_SECONDS ?= 60
+TOKENIZER_FUZZ_SECONDS ?= 20
+SHARED       ?= $(CURDIR)/../shared
+MODEL        ?=
+MODELS_DIR   ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/quip/models
 
-                                                    CMAKE_FLAGS = -G Ninja - DQUIP_SHARED_DIR =
-                                                                      $(SHARED) - DQUIP_MODELS_DIR =
-                                                                          $(MODELS_DIR)
+CMAKE_FLAGS = -G Ninja -DQUIP_SHARED_DIR=$(SHARED) -DQUIP_MODELS_DIR=$(MODELS_DIR)
 
-                                                                              .PHONY
-                                            : all setup models configure build demo check test
-                                                      check -
-                                                  asan fuzz bench format clean
+.PHONY: all setup models configure build demo check test check-asan fuzz bench format clean
 
-                                                      all
-                                    : build
+all: build
 
-                                          setup
-                            : @scripts / setup.sh
+setup:
+	@scripts/setup.sh
 
-#The demo model and the trained models of the golden tests; tests that
-#need one skip without it(and fail when CI is set).
-                                             models
-                    : setup @scripts / fetch_models.sh "$(MODELS_DIR)" smollm2 gemma3 - 270m >
-                              / dev / null ||
-                          true
+# The demo model and the trained models of the golden tests; tests that
+# need one skip without it (and fail when CI is set).
+models: setup
+	@scripts/fetch_models.sh "$(MODELS_DIR)" smollm2 gemma3-270m >/dev/null || true
 
-                          configure
-            : setup @cmake - S.- B build $(CMAKE_FLAGS) - DCMAKE_BUILD_TYPE = Release > / dev /
-                                                                                            null
+configure: setup
+	@cmake -S . -B build $(CMAKE_FLAGS) -DCMAKE_BUILD_TYPE=Release >/dev/null
 
-                                                                                            build
-    : configure @cmake-- build build -
-          j $(JOBS)
+build: configure
+	@cmake --build build -j $(JOBS)
 
-#Only what the demo runs : quip, and quip - synth for the fallback model.
-              demo : configure @cmake-- build build
-                     -
-                     j $(JOBS)-- target quip quip - synth @model = "$(MODEL)";
-[-n "$$model"] || model = $$(scripts / fetch_models.sh "$(MODELS_DIR)") || model = ;
-scripts / demo.sh "$$model"
+# Only what the demo runs: quip, and quip-synth for the fallback model.
+demo: configure
+	@cmake --build build -j $(JOBS) --target quip quip-synth
+	@model="$(MODEL)"; [ -n "$$model" ] || model=$$(scripts/fetch_models.sh "$(MODELS_DIR)") || model=; \
+	  scripts/demo.sh "$$model"
 
-          test : build models cd build&& ctest-- output -
-    on - failure -
-    j $(JOBS)
+test: build models
+	cd build && ctest --output-on-failure -j $(JOBS)
 
-#Optimized(-O2 - g) : the sanitizers see the same code paths, and the
-#numeric tests(forward passes, quantizers) run several times faster than at - O0.
-        check
-    - asan : setup models @cmake - S.- B build - asan $(CMAKE_FLAGS) -
-             DCMAKE_BUILD_TYPE = RelWithDebInfo - DQUIP_SANITIZE = address,
-             undefined - DQUIP_BENCHMARKS = OFF >
-                                            / dev / null @cmake-- build build - asan - j $(JOBS)
-cd build - asan&& ASAN_OPTIONS = detect_leaks = 1 UBSAN_OPTIONS = print_stacktrace =
-    1 ctest-- output - on - failure -
-    j $(JOBS)
+# Optimized (-O2 -g): the sanitizers see the same code paths, and the
+# numeric tests (forward passes, quantizers) run several times faster than at -O0.
+check-asan: setup models
+	@cmake -S . -B build-asan $(CMAKE_FLAGS) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DQUIP_SANITIZE=address,undefined -DQUIP_BENCHMARKS=OFF >/dev/null
+	@cmake --build build-asan -j $(JOBS)
+	cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	  ctest --output-on-failure -j $(JOBS)
 
-        fuzz : setup @CC = clang CXX =
-        clang++ cmake - S.- B build - fuzz $(CMAKE_FLAGS) - DCMAKE_BUILD_TYPE =
-            RelWithDebInfo - DQUIP_FUZZ =
-                ON >
-                / dev / null @cmake-- build build - fuzz - j $(JOBS) @scripts / fuzz.sh build
-                    - fuzz / fuzz_gguf_reader $(FUZZ_SECONDS) "$(SHARED)" gguf @QUIP_FUZZ_VOCAB =
-                    "$(SHARED)/vocab/ggml-vocab-llama-spm.gguf" scripts / fuzz.sh build
-                    - fuzz / fuzz_tokenizer $(TOKENIZER_FUZZ_SECONDS) "$(SHARED)" text
-                          @QUIP_FUZZ_VOCAB =
-                        "$(SHARED)/vocab/ggml-vocab-llama-bpe.gguf" scripts / fuzz.sh build -
-                        fuzz / fuzz_tokenizer $(TOKENIZER_FUZZ_SECONDS) "$(SHARED)" text @scripts /
-                            fuzz.sh build
-                        -
-                        fuzz / fuzz_jinja $(TOKENIZER_FUZZ_SECONDS) "$(SHARED)" jinja @scripts /
-                            fuzz.sh build
-                        -
-                        fuzz / fuzz_config $(TOKENIZER_FUZZ_SECONDS) "$(SHARED)" config @scripts /
-                            fuzz.sh build
-                        -
-                        fuzz /
-                            fuzz_prefix_cache $(TOKENIZER_FUZZ_SECONDS) "$(SHARED)" edits @scripts /
-                            fuzz.sh build
-                        -
-                        fuzz / fuzz_store $(TOKENIZER_FUZZ_SECONDS) "$(SHARED)" edits
+fuzz: setup
+	@CC=clang CXX=clang++ cmake -S . -B build-fuzz $(CMAKE_FLAGS) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DQUIP_FUZZ=ON >/dev/null
+	@cmake --build build-fuzz -j $(JOBS)
+	@scripts/fuzz.sh build-fuzz/fuzz_gguf_reader $(FUZZ_SECONDS) "$(SHARED)" gguf
+	@QUIP_FUZZ_VOCAB="$(SHARED)/vocab/ggml-vocab-llama-spm.gguf" \
+	  scripts/fuzz.sh build-fuzz/fuzz_tokenizer $(TOKENIZER_FUZZ_SECONDS) "$(SHARED)" text
+	@QUIP_FUZZ_VOCAB="$(SHARED)/vocab/ggml-vocab-llama-bpe.gguf" \
+	  scripts/fuzz.sh build-fuzz/fuzz_tokenizer $(TOKENIZER_FUZZ_SECONDS) "$(SHARED)" text
+	@scripts/fuzz.sh build-fuzz/fuzz_jinja $(TOKENIZER_FUZZ_SECONDS) "$(SHARED)" jinja
+	@scripts/fuzz.sh build-fuzz/fuzz_config $(TOKENIZER_FUZZ_SECONDS) "$(SHARED)" config
+	@scripts/fuzz.sh build-fuzz/fuzz_prefix_cache $(TOKENIZER_FUZZ_SECONDS) "$(SHARED)" edits
+	@scripts/fuzz.sh build-fuzz/fuzz_store $(TOKENIZER_FUZZ_SECONDS) "$(SHARED)" edits
 
-                            check
-    : test check -
-                        asan fuzz
+check: test check-asan fuzz
 
-                            bench : build build
-                                    /
-                                    quip_benchmarks
+bench: build
+	build/quip_benchmarks
 
-                                    format
-    : clang - format -
-                        i $$(git ls - files '*.cpp' '*.h')
+format:
+	clang-format -i $$(git ls-files '*.cpp' '*.h')
 
-                            clean : rm
-                                    -
-                                    rf build build - asan build - fuzz
+clean:
+	rm -rf build build-asan build-fuzz
