@@ -23,8 +23,9 @@ import tempfile
 
 SEP = "\n__ggml_vocab_test__\n"
 
-# Vocabularies: (name in the json, path under SHARED_DIR or "demo", whether the
-# shared .inp strings are recorded too).
+# Vocabularies: (name in the json, path under SHARED_DIR, "demo", or
+# "fetched:FILE" for another model of scripts/fetch_models.sh beside the demo
+# model; whether the shared .inp strings are recorded too).
 VOCABS = [
     ("real/stories260K.gguf", True),
     ("real/TinyStories-656K-Q8_0.gguf", True),
@@ -41,6 +42,7 @@ VOCABS = [
     ("vocab/ggml-vocab-refact.gguf", False),
     ("models/tiny-qwen2-e64-f16.gguf", False),
     ("archs/tiny-phi3-e96-f16.gguf", False),
+    ("fetched:gemma-3-270m-q4_k_m.gguf", True),
 ]
 
 # Strings with special-token text, spaces around it, and characters some
@@ -106,7 +108,12 @@ def main():
         "vocabs": [],
     }
     for name, with_inp in VOCABS:
-        model = demo if name == "demo" else os.path.join(shared, name)
+        if name == "demo":
+            model = demo
+        elif name.startswith("fetched:"):  # beside the demo model (fetch_models.sh)
+            model = os.path.join(os.path.dirname(demo), name[len("fetched:"):])
+        else:
+            model = os.path.join(shared, name)
         cases = []
         texts = [(t, m) for t in SPECIAL_TEXTS for m in MODES]
         if with_inp:

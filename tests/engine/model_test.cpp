@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -224,6 +225,57 @@ TEST(ModelBind, RopeScalingKeysOfTheWrongTypeAreErrors) {
   EXPECT_NE(
       bind_error([](gguf::GgufWriter& w) { w.set("llama.rope.scaling.factor", std::string("2")); }),
       "");
+}
+
+// The keys of windows, soft caps and YaRN: a wrong type or a value that
+// is not a number is an error naming the key, never a default.
+TEST(ModelBind, BrokenWindowSoftCapAndYarnKeysAreErrors) {
+  const struct {
+    std::string arch;
+    std::function<void(gguf::GgufWriter&)> extra;
+    std::string key;
+  } cases[] = {
+      {"gemma2", [](gguf::GgufWriter& w) { w.set("gemma2.attention.sliding_window", 16.0f); },
+       "gemma2.attention.sliding_window"},
+      {"gemma3",
+       [](gguf::GgufWriter& w) {
+         w.set("gemma3.attention.sliding_window", uint32_t{16});
+         w.set("gemma3.attention.sliding_window_pattern", std::string("6"));
+       },
+       "gemma3.attention.sliding_window_pattern"},
+      {"gemma3",
+       [](gguf::GgufWriter& w) {
+         w.set("gemma3.attention.sliding_window", uint32_t{16});
+         w.set("gemma3.rope.freq_base_swa", uint32_t{10000});
+       },
+       "gemma3.rope.freq_base_swa"},
+      {"gemma2", [](gguf::GgufWriter& w) { w.set("gemma2.attn_logit_softcapping", true); },
+       "gemma2.attn_logit_softcapping"},
+      {"gemma2",
+       [](gguf::GgufWriter& w) {
+         w.set("gemma2.final_logit_softcapping", std::numeric_limits<float>::infinity());
+       },
+       "soft-capping"},
+      {"llama",
+       [](gguf::GgufWriter& w) {
+         w.set("llama.rope.scaling.type", std::string("yarn"));
+         w.set("llama.rope.scaling.factor", 4.0f);
+         w.set("llama.rope.scaling.original_context_length", std::string("4096"));
+       },
+       "llama.rope.scaling.original_context_length"},
+      {"llama",
+       [](gguf::GgufWriter& w) {
+         w.set("llama.rope.scaling.attn_factor", std::numeric_limits<float>::quiet_NaN());
+       },
+       "llama.rope.scaling.attn_factor"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.key);
+    auto hp = bind_hparams(c.arch, c.extra);
+    ASSERT_FALSE(hp);
+    EXPECT_NE(hp.error().message.find(c.key), std::string::npos) << hp.error().message;
+    EXPECT_EQ(hp.error().message.find('\n'), std::string::npos) << hp.error().message;
+  }
 }
 
 }  // namespace

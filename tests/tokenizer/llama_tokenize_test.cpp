@@ -42,6 +42,9 @@ TEST_P(LlamaTokenize, SameIdsAsLlamaCpp) {
   if (GetParam() == "demo") {
     QUIP_REQUIRE_DEMO_MODEL(model);
     path = model;
+  } else if (GetParam().starts_with("fetched:")) {  // another model of fetch_models.sh
+    QUIP_REQUIRE_FETCHED_MODEL(model, GetParam().substr(8));
+    path = model;
   } else {
     QUIP_REQUIRE_SHARED();
     path = testing::shared_dir() / GetParam();
@@ -80,7 +83,7 @@ INSTANTIATE_TEST_SUITE_P(Recorded, LlamaTokenize, ::testing::ValuesIn(vocab_name
                            n = n.substr(n.rfind('/') + 1);
                            n = n.substr(0, n.find(".gguf"));
                            for (char& ch : n) {
-                             if (ch == '-' || ch == '.') ch = '_';
+                             if (ch == '-' || ch == '.' || ch == ':') ch = '_';
                            }
                            return n;
                          });
