@@ -24,23 +24,20 @@ constexpr ArchSpec kArchs[] = {
      .qk_norm_whole = true,
      .pre_norms = false,
      .post_norms = true,
-     .sliding = {.default_window = 0, .default_pattern = 4, .inherits_base = true},
-     .slides = true},
+     .sliding = SlidingWindow{.default_window = 0, .default_pattern = 4, .inherits_base = true}},
     {.name = "gemma2",
      .rope = RopeStyle::NeoX,
      .scale_queries = true,
      .post_norms = true,
      .ffn = Activation::GeGLU,
      .embed_scale_sqrt = true,
-     .attn_softcap = true,
-     .final_softcap_default = 30.0f,
-     .final_softcap = true,
+     .attn_softcap = 50.0f,
+     .final_softcap = 30.0f,
      .wide_query_scale_layers = 46,
-     .sliding = {.default_window = 4096,
-                 .default_pattern = 2,
-                 .inherits_base = true,
-                 .inherits_scale = true},
-     .slides = true},
+     .sliding = SlidingWindow{.default_window = 4096,
+                              .default_pattern = 2,
+                              .inherits_base = true,
+                              .inherits_scale = true}},
     {.name = "gemma3",
      .rope = RopeStyle::NeoX,
      .qk_norm = true,
@@ -48,10 +45,9 @@ constexpr ArchSpec kArchs[] = {
      .post_norms = true,
      .ffn = Activation::GeGLU,
      .embed_scale_sqrt = true,
-     .final_softcap = true,
+     .final_softcap = 0.0f,
      .wide_query_scale_layers = 62,
-     .sliding = {.default_window = 0, .default_pattern = 6},
-     .slides = true},
+     .sliding = SlidingWindow{.default_window = 0, .default_pattern = 6}},
 };
 
 // YaRN's correction range (ggml_rope_yarn_corr_dims): the pairs whose
@@ -135,14 +131,13 @@ Result<void> read_attention_keys(const gguf::GgufFile& f, const ArchSpec& spec,
   }
 
   hp.rope_sliding = hp.rope;
-  if (spec.slides) {
-    const SlidingWindow& sw = spec.sliding;
-    if (auto r = read("attention.sliding_window", &hp.window, sw.default_window); !r) {
+  if (spec.sliding) {
+    if (auto r = read("attention.sliding_window", &hp.window, spec.sliding->default_window); !r) {
       return r.error();
     }
   }
   if (hp.window > 0) {
-    const SlidingWindow& sw = spec.sliding;
+    const SlidingWindow& sw = *spec.sliding;
     if (auto r = read("attention.sliding_window_pattern", &hp.window_pattern, sw.default_pattern);
         !r) {
       return r.error();
@@ -165,14 +160,11 @@ Result<void> read_attention_keys(const gguf::GgufFile& f, const ArchSpec& spec,
     }
   }
 
-  if (spec.attn_softcap) {
-    if (auto r = read("attn_logit_softcapping", &hp.attn_softcap, 50.0f); !r) return r.error();
-  }
-  if (spec.final_softcap) {
-    if (auto r = read("final_logit_softcapping", &hp.final_softcap, spec.final_softcap_default);
-        !r) {
-      return r.error();
-    }
+  for (auto [suffix, family_default, out] :
+       {std::tuple{"attn_logit_softcapping", spec.attn_softcap, &hp.attn_softcap},
+        std::tuple{"final_logit_softcapping", spec.final_softcap, &hp.final_softcap}}) {
+    if (!family_default) continue;
+    if (auto r = read(suffix, out, *family_default); !r) return r.error();
   }
   for (RopeFrequencies* rope : {&hp.rope, &hp.rope_sliding}) {
     if (rope->ext_factor != 0.0f) yarn_correction(*rope, hp.n_rot, n_ctx_orig);

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -72,18 +73,16 @@ struct ArchSpec {
   Activation ffn = Activation::SwiGLU;
   // gemma: embeddings times sqrt(n_embd).
   bool embed_scale_sqrt = false;
-  // gemma2: attention-logit soft-capping (attn_logit_softcapping, default
-  // 50) and final-logit soft-capping (default 30); gemma3 reads only the
-  // latter, without a default.
-  bool attn_softcap = false;
-  float final_softcap_default = 0;
-  bool final_softcap = false;
+  // Soft caps the family's loader reads, each with its default where the
+  // file lacks the key (0: none): gemma2 reads attn_logit_softcapping
+  // (50) and final_logit_softcapping (30); gemma3 only the latter (0).
+  std::optional<float> attn_softcap = {}, final_softcap = {};
   // The layer count of the family's 27B model, whose queries llama.cpp
   // scales by 1 / sqrt(n_embd / n_head) instead of the head size; 0: none.
   uint32_t wide_query_scale_layers = 0;
-  SlidingWindow sliding = {};
-  // Whether the family's loader reads attention.sliding_window at all.
-  bool slides = false;
+  // Sliding windows, where the family's loader reads
+  // attention.sliding_window at all.
+  std::optional<SlidingWindow> sliding = {};
 };
 
 // The spec of `arch`, or nullptr for an architecture quip does not run.
