@@ -44,7 +44,8 @@ Forward::Forward(const Model& model, const ForwardOptions& options)
       pool_(std::make_unique<kernels::ThreadPool>(std::max(1, options.n_threads))),
       output_norm_(vec(model.output_norm())),
       freq_factors_(vec(model.rope_freqs())),
-      cache_(model.hparams().n_layer, model.hparams().n_head_kv * model.hparams().head_dim) {
+      cache_(model.hparams().n_layer, model.hparams().n_head_kv * model.hparams().head_dim),
+      sliding_table_(hp_.window != 0 && !(hp_.rope_sliding == hp_.rope) ? 1 : 0) {
   for (const Layer& l : model.layers()) {
     layers_.push_back(LayerVectors{vec(l.attn_norm), vec(l.bq), vec(l.bk), vec(l.bv), vec(l.q_norm),
                                    vec(l.k_norm), vec(l.ffn_norm), vec(l.post_attn_norm),
@@ -108,8 +109,7 @@ void Forward::eval_batch(std::span<const int32_t> tokens, bool all_logits, float
 // where they rotate otherwise.
 void Forward::rope_tables(size_t n, size_t pos0) {
   const uint32_t half = hp_.n_rot / 2;
-  const bool apart = hp_.window != 0 && !(hp_.rope_sliding == hp_.rope);
-  for (size_t table = 0; table < (apart ? 2 : 1); ++table) {
+  for (size_t table = 0; table <= sliding_table_; ++table) {
     const RopeFrequencies& rope = table == 0 ? hp_.rope : hp_.rope_sliding;
     cos_[table].resize(n * half), sin_[table].resize(n * half);
     for (size_t t = 0; t < n; ++t) {
@@ -118,7 +118,6 @@ void Forward::rope_tables(size_t n, size_t pos0) {
                        cos_[table].data() + t * half, sin_[table].data() + t * half);
     }
   }
-  sliding_table_ = apart ? 1 : 0;
 }
 
 void Forward::layer(uint32_t il, size_t n, size_t pos0) {

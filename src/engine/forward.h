@@ -110,9 +110,9 @@ class Forward {
   std::vector<float> gate_, up_;  // (batch, n_ff)
   std::vector<float> fused_;      // a fused product's rows before the split
   // (batch, n_rot / 2) per rotation: [0] the global layers', [sliding_table_]
-  // the sliding layers'.
+  // the sliding layers' (1 where they rotate otherwise, else 0).
   std::vector<float> cos_[2], sin_[2];
-  size_t sliding_table_ = 0;
+  const size_t sliding_table_;
   std::vector<uint8_t> operand_;  // (batch, operand row bytes)
   std::vector<float> logits_;     // (n, n_vocab)
 };
