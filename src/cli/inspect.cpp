@@ -230,6 +230,9 @@ Json computed_json(const Summary& s) {
                   {"rope_freq_scale", shortest_double(hp.rope_sliding.freq_scale)}};
   }
   return Json{{"runs", true},
+              {"rope_scaling", hp.rope.ext_factor != 0                          ? "yarn"
+                               : hp.rope.freq_scale != 1 || hp.rope.mscale != 1 ? "linear"
+                                                                                : "none"},
               {"rope_freq_scale", shortest_double(hp.rope.freq_scale)},
               {"rope_attn_factor", shortest_double(hp.rope.mscale)},
               {"sliding_window", window},
@@ -352,9 +355,9 @@ void print_text(const GgufFile& f, const Summary& s, bool list_tensors, std::ost
       return std::string(buf);
     };
     row("runs", "yes");
-    if (hp.rope.freq_scale != 1 || hp.rope.mscale != 1) {
-      row("rope scaling",
-          "linear, angles x " + g(hp.rope.freq_scale) + ", cos and sin x " + g(hp.rope.mscale));
+    if (hp.rope.freq_scale != 1 || hp.rope.mscale != 1 || hp.rope.ext_factor != 0) {
+      row("rope scaling", std::string(hp.rope.ext_factor != 0 ? "yarn" : "linear") + ", angles x " +
+                              g(hp.rope.freq_scale) + ", cos and sin x " + g(hp.rope.mscale));
     }
     if (hp.window != 0) {
       row("sliding window",

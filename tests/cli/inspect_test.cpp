@@ -122,6 +122,29 @@ TEST(InspectText, ShowsHowQuipComputesTheModel) {
   EXPECT_NE(runs.find("not supported"), std::string::npos) << moe.out;
 }
 
+// RoPE scaling is named by its kind: a YaRN file is not shown as linear.
+TEST(InspectText, NamesTheRopeScaling) {
+  testing::TempDir dir;
+  const std::string yarn = (dir.path() / "yarn.gguf").string();
+  const std::string linear = (dir.path() / "linear.gguf").string();
+  ASSERT_EQ(testing::run_command({QUIP_SYNTH_BINARY, "tiny", yarn, "--rope-scaling", "yarn:4:512"})
+                .status,
+            0);
+  ASSERT_EQ(testing::run_command({QUIP_SYNTH_BINARY, "tiny", linear, "--rope-scaling", "linear:4"})
+                .status,
+            0);
+  const RunResult y = run_quip({"inspect", yarn});
+  ASSERT_EQ(y.status, kExitOk) << y.err;
+  EXPECT_TRUE(text_row(y.out, "rope scaling").value_or("").starts_with("yarn, angles x 0.25"))
+      << y.out;
+  const RunResult l = run_quip({"inspect", linear});
+  ASSERT_EQ(l.status, kExitOk) << l.err;
+  EXPECT_EQ(text_row(l.out, "rope scaling"), "linear, angles x 0.25, cos and sin x 1") << l.out;
+  const RunResult j = run_quip({"inspect", "--json", yarn});
+  ASSERT_EQ(j.status, kExitOk) << j.err;
+  EXPECT_EQ(nlohmann::json::parse(j.out).at("summary").at("computed").at("rope_scaling"), "yarn");
+}
+
 TEST(InspectText, WrittenFileShowsItsValues) {
   TempDir dir;
   const fs::path path = dir / "every-type.gguf";
