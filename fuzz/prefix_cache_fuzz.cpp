@@ -35,7 +35,7 @@ constexpr size_t kPositions = 100;
 
 struct Fixture {
   fs::path dir;
-  quip::store::KvShape shape{"0123456789abcdef", kLayers, kRowWidth};
+  quip::store::KvShape shape{"0123456789abcdef", kLayers, kRowWidth, 0, ""};
   std::vector<int32_t> tokens;
   std::vector<uint8_t> rows;                // what save() wrote, positions [0, kPositions)
   std::vector<fs::path> files;              // sorted, so the choice is stable

@@ -3,10 +3,12 @@
 // downloads (not a user command).
 //
 //   quip-synth SHAPE OUT.gguf [--type TYPE | --mix FTYPE] [--seed N]
-//              [--rope-scaling linear:FACTOR | yarn:FACTOR[:ORIGINAL_CONTEXT]]
+//              [--rope-scaling linear:FACTOR | yarn:FACTOR[:ORIGINAL_CONTEXT] |
+//                              longrope:ORIGINAL_CONTEXT]
 //
 // SHAPE: tiny (a 2-layer llama, n_embd 64, F32 by default), tiny-qwen2 and
-// tiny-qwen3 (the same sizes with Q/K/V biases or Q/K norms), qwen2.5-0.5b,
+// tiny-qwen3 (the same sizes with Q/K/V biases or Q/K norms), tiny-phi3
+// (fused Q/K/V and gate/up, rotation over 12 of 16 dimensions), qwen2.5-0.5b,
 // llama-3.2-1b, qwen2.5-7b, llama-3.1-8b, qwen3-8b, qwen2.5-14b (their
 // published hyper-parameters; llama-3.1-8b without its rope_freqs factors,
 // which change no speed). Weights are uniform with the standard deviation of
@@ -25,7 +27,14 @@
 // (most of Qwen2.5-0.5B, all of tiny). --type q4_k_m and q5_k_m, which are
 // no single type, are --mix. The vocabulary is byte-level BPE with no
 // merges: 256 byte tokens, then control tokens up to the real vocabulary
-// size. --rope-scaling writes the rope.scaling keys of a long-context file.
+// size. --fused-qkv writes one attn_qkv per layer instead of attn_q, attn_k
+// and attn_v; --biases writes every bias the family's llama.cpp loader
+// reads (Q/K/V in all, attention output and FFN in llama, output in
+// qwen2). --rope-scaling writes the rope.scaling keys of a long-context file;
+// longrope (phi3) writes what Phi-3's converter writes: the original
+// context, the attention factor sqrt(1 + ln(s) / ln(original)) for s =
+// context / original, and random long and short factor tensors, without a
+// rope.scaling.type.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -58,12 +67,15 @@ struct Shape {
   bool tied;
   GgmlType default_type;
   bool qk_norm = false;  // qwen3: RMS norms of each head's queries and keys
+  uint32_t n_rot = 0;    // rotated dimensions per head; 0: all
 };
 
 constexpr Shape kShapes[] = {
     {"tiny", "llama", 64, 2, 4, 2, 128, 512, 2048, 10000.0f, 1e-5f, false, GgmlType::F32},
     {"tiny-qwen2", "qwen2", 64, 2, 4, 2, 128, 512, 2048, 1e6f, 1e-6f, false, GgmlType::F32},
     {"tiny-qwen3", "qwen3", 64, 2, 4, 2, 128, 512, 2048, 1e6f, 1e-6f, false, GgmlType::F32, true},
+    {"tiny-phi3", "phi3", 64, 2, 4, 2, 128, 512, 8192, 10000.0f, 1e-5f, false, GgmlType::F32, false,
+     12},
     {"qwen2.5-0.5b", "qwen2", 896, 24, 14, 2, 4864, 151936, 32768, 1e6f, 1e-6f, true,
      GgmlType::Q8_0},
     {"llama-3.2-1b", "llama", 2048, 16, 32, 8, 8192, 128256, 131072, 500000.0f, 1e-5f, true,
@@ -159,7 +171,11 @@ void add_vocabulary(GgufWriter& w, const Shape& s) {
     tokens.emplace_back(bytes.encode(static_cast<uint8_t>(b)));
     types.push_back(1);
   }
-  for (const char* special : {"<|endoftext|>", "<|im_start|>", "<|im_end|>"}) {
+  std::vector<std::string_view> specials = {"<|endoftext|>", "<|im_start|>", "<|im_end|>"};
+  // llama.cpp sets Phi-3's special tokens' whitespace handling by name, and
+  // refuses a phi3 file without these.
+  if (s.arch == "phi3") specials.insert(specials.end(), {"<unk>", "<s>", "</s>"});
+  for (std::string_view special : specials) {
     tokens.emplace_back(special);
     types.push_back(3);
   }
@@ -177,11 +193,11 @@ void add_vocabulary(GgufWriter& w, const Shape& s) {
   w.set(std::string(k::kEosTokenId), uint32_t{258});
 }
 
-// --rope-scaling KIND:FACTOR[:ORIGINAL_CONTEXT]: the rope.scaling keys of a
-// long-context file (kind linear or yarn).
+// --rope-scaling KIND:FACTOR[:ORIGINAL_CONTEXT] (kind linear or yarn) or
+// longrope:ORIGINAL_CONTEXT: the rope.scaling keys of a long-context file.
 struct RopeScaling {
   std::string kind;
-  float factor = 0;
+  float factor = 0;               // 0 for longrope
   uint32_t original_context = 0;  // 0: no key
 };
 
@@ -192,6 +208,11 @@ std::optional<RopeScaling> rope_scaling_from(std::string_view text) {
   r.kind = std::string(text.substr(0, colon));
   const std::string rest(text.substr(colon + 1));
   char* end = nullptr;
+  if (r.kind == "longrope") {
+    r.original_context = static_cast<uint32_t>(std::strtoul(rest.c_str(), &end, 10));
+    if (end == rest.c_str() || *end != '\0' || r.original_context == 0) return std::nullopt;
+    return r;
+  }
   r.factor = std::strtof(rest.c_str(), &end);
   if (end == rest.c_str() || !(r.factor > 0)) return std::nullopt;
   if (*end == ':') {
@@ -203,8 +224,18 @@ std::optional<RopeScaling> rope_scaling_from(std::string_view text) {
   return r;
 }
 
-int write_model(const Shape& s, WeightTypes weights, const std::string& path, uint64_t seed,
-                const std::optional<RopeScaling>& rope_scaling) {
+// What the flags ask for besides the shape.
+struct Options {
+  WeightTypes weights;
+  uint64_t seed = 42;
+  std::optional<RopeScaling> rope_scaling;
+  bool fused_qkv = false;  // one attn_qkv per layer instead of attn_q/k/v
+  bool biases = false;     // every bias the family's llama.cpp loader reads
+};
+
+int write_model(const Shape& s, const Options& options, const std::string& path) {
+  const WeightTypes& weights = options.weights;
+  const std::optional<RopeScaling>& rope_scaling = options.rope_scaling;
   namespace k = quip::gguf::keys;
   const std::string arch(s.arch);
   GgufWriter w;
@@ -220,18 +251,28 @@ int write_model(const Shape& s, WeightTypes weights, const std::string& path, ui
   w.set(k::arch_key(arch, k::kHeadCountKv), s.n_head_kv);
   w.set(k::arch_key(arch, k::kRopeFreqBase), s.rope_base);
   w.set(k::arch_key(arch, "attention.layer_norm_rms_epsilon"), s.rms_eps);
-  if (rope_scaling) {
+  const uint32_t head_dim = s.n_embd / s.n_head;
+  const uint32_t n_rot = s.n_rot != 0 ? s.n_rot : head_dim;
+  if (s.n_rot != 0) w.set(k::arch_key(arch, "rope.dimension_count"), n_rot);
+  const bool long_rope = rope_scaling && rope_scaling->kind == "longrope";
+  if (rope_scaling && !long_rope) {
     w.set(k::arch_key(arch, "rope.scaling.type"), rope_scaling->kind);
     w.set(k::arch_key(arch, "rope.scaling.factor"), rope_scaling->factor);
-    if (rope_scaling->original_context != 0) {
-      w.set(k::arch_key(arch, "rope.scaling.original_context_length"),
-            rope_scaling->original_context);
-    }
+  }
+  if (rope_scaling && rope_scaling->original_context != 0) {
+    w.set(k::arch_key(arch, "rope.scaling.original_context_length"),
+          rope_scaling->original_context);
+  }
+  if (long_rope) {
+    const double scale = static_cast<double>(s.n_ctx) / rope_scaling->original_context;
+    const double attn_factor =
+        scale > 1 ? std::sqrt(1 + std::log(scale) / std::log(rope_scaling->original_context)) : 1.0;
+    w.set(k::arch_key(arch, "rope.scaling.attn_factor"), static_cast<float>(attn_factor));
   }
   add_vocabulary(w, s);
 
   const auto f32 = static_cast<uint32_t>(GgmlType::F32);
-  uint64_t tensor_seed = seed;
+  uint64_t tensor_seed = options.seed;
   // A matrix of n_out rows of n_in values, of layer `layer` (where it is in
   // one), in the type `weights` gives it, filled at write time.
   const auto matrix = [&](const std::string& name, uint32_t layer, uint64_t n_in, uint64_t n_out) {
@@ -266,31 +307,69 @@ int write_model(const Shape& s, WeightTypes weights, const std::string& path, ui
     });
   };
 
-  const uint64_t head_dim = s.n_embd / s.n_head;
-  const uint64_t kv = head_dim * s.n_head_kv;
+  // LongRoPE's per-pair divisors: short ones near 1, long ones growing
+  // with the pair's wavelength, as in Phi-3.5's.
+  const auto factors = [&](const std::string& name, float first, float growth) {
+    w.add_generated_tensor(
+        name, f32, {n_rot / 2}, n_rot / 2 * 4, [=, seed = tensor_seed++](std::span<std::byte> out) {
+          Rng rng{seed * 0x100000001B3ULL + 11};
+          for (size_t i = 0; i < out.size() / 4; ++i) {
+            const float v = first + growth * static_cast<float>(i) + std::fabs(rng.weight()) * 5.0f;
+            std::memcpy(out.data() + i * 4, &v, 4);
+          }
+        });
+  };
+
+  const uint64_t kv = uint64_t{head_dim} * s.n_head_kv;
+  const bool fused_up = s.arch == "phi3";
+  const bool fused_qkv = fused_up || options.fused_qkv;
+  // llama.cpp's loaders read Q/K/V biases in every family, attention
+  // output and FFN biases in llama's, and an output bias in qwen2's.
+  const bool qkv_biases = s.arch == "qwen2" || options.biases;
+  const bool projection_biases = options.biases && s.arch == "llama";
   matrix("token_embd.weight", 0, s.n_embd, s.n_vocab);
   ones("output_norm.weight", s.n_embd);
   if (!s.tied) matrix("output.weight", 0, s.n_embd, s.n_vocab);
+  if (options.biases && s.arch == "qwen2") small("output.bias", s.n_vocab);
+  if (long_rope) {
+    factors("rope_factors_long.weight", 1.0f, 2.5f);
+    factors("rope_factors_short.weight", 1.0f, 0.0f);
+  }
   for (uint32_t l = 0; l < s.n_layer; ++l) {
     const std::string b = "blk." + std::to_string(l) + ".";
     ones(b + "attn_norm.weight", s.n_embd);
-    matrix(b + "attn_q.weight", l, s.n_embd, s.n_embd);
-    matrix(b + "attn_k.weight", l, s.n_embd, kv);
-    matrix(b + "attn_v.weight", l, s.n_embd, kv);
-    if (s.arch == "qwen2") {
-      small(b + "attn_q.bias", s.n_embd);
-      small(b + "attn_k.bias", kv);
-      small(b + "attn_v.bias", kv);
+    if (fused_qkv) {
+      matrix(b + "attn_qkv.weight", l, s.n_embd, s.n_embd + 2 * kv);
+      if (qkv_biases) small(b + "attn_qkv.bias", s.n_embd + 2 * kv);
+    } else {
+      matrix(b + "attn_q.weight", l, s.n_embd, s.n_embd);
+      matrix(b + "attn_k.weight", l, s.n_embd, kv);
+      matrix(b + "attn_v.weight", l, s.n_embd, kv);
+      if (qkv_biases) {
+        small(b + "attn_q.bias", s.n_embd);
+        small(b + "attn_k.bias", kv);
+        small(b + "attn_v.bias", kv);
+      }
     }
     if (s.qk_norm) {
       ones(b + "attn_q_norm.weight", head_dim);
       ones(b + "attn_k_norm.weight", head_dim);
     }
     matrix(b + "attn_output.weight", l, s.n_embd, s.n_embd);
+    if (projection_biases) small(b + "attn_output.bias", s.n_embd);
     ones(b + "ffn_norm.weight", s.n_embd);
-    matrix(b + "ffn_gate.weight", l, s.n_embd, s.n_ff);
-    matrix(b + "ffn_up.weight", l, s.n_embd, s.n_ff);
+    if (fused_up) {
+      matrix(b + "ffn_up.weight", l, s.n_embd, 2 * uint64_t{s.n_ff});
+    } else {
+      matrix(b + "ffn_gate.weight", l, s.n_embd, s.n_ff);
+      matrix(b + "ffn_up.weight", l, s.n_embd, s.n_ff);
+    }
     matrix(b + "ffn_down.weight", l, s.n_ff, s.n_embd);
+    if (projection_biases) {
+      small(b + "ffn_gate.bias", s.n_ff);
+      small(b + "ffn_up.bias", s.n_ff);
+      small(b + "ffn_down.bias", s.n_embd);
+    }
   }
   if (auto r = w.write(path); !r) {
     std::fprintf(stderr, "quip-synth: %s\n", r.error().message.c_str());
@@ -301,9 +380,11 @@ int write_model(const Shape& s, WeightTypes weights, const std::string& path, ui
 
 int usage() {
   std::fputs(
-      "usage: quip-synth SHAPE OUT.gguf [--type TYPE | --mix FTYPE] [--seed N]\n"
-      "                  [--rope-scaling linear:FACTOR | yarn:FACTOR[:ORIGINAL_CONTEXT]]\n"
-      "SHAPE: tiny, tiny-qwen2, tiny-qwen3, qwen2.5-0.5b, llama-3.2-1b, qwen2.5-7b, "
+      "usage: quip-synth SHAPE OUT.gguf [--type TYPE | --mix FTYPE] [--seed N] [--fused-qkv]\n"
+      "                  [--biases]\n"
+      "                  [--rope-scaling linear:FACTOR | yarn:FACTOR[:ORIGINAL_CONTEXT] |\n"
+      "                                  longrope:ORIGINAL_CONTEXT]\n"
+      "SHAPE: tiny, tiny-qwen2, tiny-qwen3, tiny-phi3, qwen2.5-0.5b, llama-3.2-1b, qwen2.5-7b, "
       "llama-3.1-8b, qwen3-8b, qwen2.5-14b\n"
       "TYPE: f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 iq4_nl q2_k q3_k q4_k q5_k q6_k iq4_xs "
       "(every matrix), q4_k_m q5_k_m (mixes)\n"
@@ -324,12 +405,20 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "quip-synth: unknown shape '%s'\n", argv[1]);
     return usage();
   }
-  WeightTypes weights{shape->default_type, std::nullopt};
-  uint64_t seed = 42;
-  std::optional<RopeScaling> rope_scaling;
+  Options options;
+  options.weights = {shape->default_type, std::nullopt};
+  WeightTypes& weights = options.weights;
+  uint64_t& seed = options.seed;
+  std::optional<RopeScaling>& rope_scaling = options.rope_scaling;
   for (int i = 3; i < argc; i += 2) {
+    const std::string_view flag = argv[i];
+    if (flag == "--fused-qkv" || flag == "--biases") {
+      (flag == "--biases" ? options.biases : options.fused_qkv) = true;
+      --i;  // a flag without a value: one step, not two
+      continue;
+    }
     if (i + 1 >= argc) return usage();
-    const std::string_view flag = argv[i], value = argv[i + 1];
+    const std::string_view value = argv[i + 1];
     if (flag == "--type") {
       const std::optional<GgmlType> t = quip::gguf::type_from_name(value);
       const std::optional<quip::gguf::FileMix> mix = quip::gguf::file_mix_from_name(value);
@@ -370,5 +459,5 @@ int main(int argc, char** argv) {
       return usage();
     }
   }
-  return write_model(*shape, weights, argv[2], seed, rope_scaling);
+  return write_model(*shape, options, argv[2]);
 }

@@ -150,6 +150,7 @@ struct Summary {
   // How quip computes the model (its windows, soft caps, RoPE scaling), or
   // why it cannot.
   std::optional<engine::Hparams> computed;
+  bool long_rope = false;  // LongRoPE's factor tensors
   std::string not_runnable;
 };
 
@@ -197,6 +198,7 @@ Summary summarize(const GgufFile& f) {
   }
   if (auto m = engine::Model::bind(f)) {
     s.computed = m->hparams();
+    s.long_rope = m->long_rope();
   } else {
     s.not_runnable = m.error().message;
     // Without the file's name, which the report already shows.
@@ -211,6 +213,14 @@ uint32_t sliding_layers(const engine::Hparams& hp) {
   uint32_t n = 0;
   for (uint32_t il = 0; il < hp.n_layer; ++il) n += hp.slides(il) ? 1 : 0;
   return n;
+}
+
+// "yarn", "longrope", "linear" or "none".
+std::string_view rope_scaling_kind(const Summary& s) {
+  const engine::RopeFrequencies& rope = s.computed->rope;
+  if (rope.ext_factor != 0) return "yarn";
+  if (s.long_rope) return "longrope";
+  return rope.freq_scale != 1 || rope.mscale != 1 ? "linear" : "none";
 }
 
 // What quip computes beyond the plain transformer: nulls where the model
@@ -230,11 +240,10 @@ Json computed_json(const Summary& s) {
                   {"rope_freq_scale", shortest_double(hp.rope_sliding.freq_scale)}};
   }
   return Json{{"runs", true},
-              {"rope_scaling", hp.rope.ext_factor != 0                          ? "yarn"
-                               : hp.rope.freq_scale != 1 || hp.rope.mscale != 1 ? "linear"
-                                                                                : "none"},
+              {"rope_scaling", rope_scaling_kind(s)},
               {"rope_freq_scale", shortest_double(hp.rope.freq_scale)},
               {"rope_attn_factor", shortest_double(hp.rope.mscale)},
+              {"rope_original_context", hp.n_ctx_orig},
               {"sliding_window", window},
               {"attn_softcap", value_or_null(hp.attn_softcap)},
               {"final_softcap", value_or_null(hp.final_softcap)},
@@ -355,9 +364,13 @@ void print_text(const GgufFile& f, const Summary& s, bool list_tensors, std::ost
       return std::string(buf);
     };
     row("runs", "yes");
-    if (hp.rope.freq_scale != 1 || hp.rope.mscale != 1 || hp.rope.ext_factor != 0) {
-      row("rope scaling", std::string(hp.rope.ext_factor != 0 ? "yarn" : "linear") + ", angles x " +
-                              g(hp.rope.freq_scale) + ", cos and sin x " + g(hp.rope.mscale));
+    if (const std::string_view kind = rope_scaling_kind(s); kind != "none") {
+      row("rope scaling",
+          std::string(kind) + ", angles x " + g(hp.rope.freq_scale) + ", cos and sin x " +
+              g(hp.rope.mscale) +
+              (s.long_rope ? "; short factors up to a context of " + std::to_string(hp.n_ctx_orig) +
+                                 " tokens, long beyond"
+                           : ""));
     }
     if (hp.window != 0) {
       row("sliding window",

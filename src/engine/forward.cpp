@@ -21,15 +21,6 @@ void dequantize(const Weight& w, uint64_t r, float* out) {
   kernels::dequantize_row(t.type.type, t.data.data() + r * bytes, out, w.n_in);
 }
 
-std::vector<float> vec(const Weight& w) {
-  std::vector<float> out;
-  if (w) {
-    out.resize(w.n_in);
-    dequantize(w, 0, out.data());
-  }
-  return out;
-}
-
 }  // namespace
 
 Forward::Forward(const Model& model, const ForwardOptions& options)
@@ -42,15 +33,12 @@ Forward::Forward(const Model& model, const ForwardOptions& options)
       max_batch_(std::max<size_t>(1, options.max_batch)),
       llama_cpp_orders_(options.llama_cpp_orders),
       pool_(std::make_unique<kernels::ThreadPool>(std::max(1, options.n_threads))),
-      output_norm_(vec(model.output_norm())),
-      freq_factors_(vec(model.rope_freqs())),
+      output_norm_(vector_of(model.output_norm())),
+      output_bias_(vector_of(model.output_bias())),
+      freq_factors_(vector_of(model.rope_factors(options.n_ctx))),
       cache_(model.hparams().n_layer, model.hparams().n_head_kv * model.hparams().head_dim),
       sliding_table_(hp_.window != 0 && !(hp_.rope_sliding == hp_.rope) ? 1 : 0) {
-  for (const Layer& l : model.layers()) {
-    layers_.push_back(LayerVectors{vec(l.attn_norm), vec(l.bq), vec(l.bk), vec(l.bv), vec(l.q_norm),
-                                   vec(l.k_norm), vec(l.ffn_norm), vec(l.post_attn_norm),
-                                   vec(l.post_ffn_norm)});
-  }
+  for (const Layer& l : model.layers()) layers_.emplace_back(l);
 }
 
 std::span<const float> Forward::eval(std::span<const int32_t> tokens, bool all_logits) {
@@ -95,6 +83,7 @@ void Forward::eval_batch(std::span<const int32_t> tokens, bool all_logits, float
                   h_.data() + (t - first) * hp_.n_embd, hp_.n_embd, hp_.rms_eps);
   }
   multiply({{&m_.output(), logits}}, h_.data(), hp_.n_embd, n_rows);
+  add_bias(output_bias_, logits, n_rows);
   if (hp_.logit_scale != 0) {
     const float inv = 1.0f / hp_.logit_scale;
     for (size_t i = 0; i < n_rows * hp_.n_vocab; ++i) logits[i] *= inv;
@@ -262,6 +251,7 @@ void Forward::layer(uint32_t il, size_t n, size_t pos0) {
 
   // output projection, residual
   multiply({{&l.wo, h_.data()}}, attn_.data(), q_dim, n);
+  add_bias(lv.bo, h_.data(), n);
   add_residual(lv.post_attn_norm, n);
 
   // ffn_norm, gated feed-forward (Shazeer 2020): down(act(gate) * up), act
@@ -270,6 +260,8 @@ void Forward::layer(uint32_t il, size_t n, size_t pos0) {
   const size_t n_ff = hp_.n_ff;
   if (l.w_gate) {
     multiply({{&l.w_gate, gate_.data()}, {&l.w_up, up_.data()}}, h_.data(), n_embd, n);
+    add_bias(lv.b_gate, gate_.data(), n);
+    add_bias(lv.b_up, up_.data(), n);
   } else {
     // Fused: each token's row is the gate's n_ff, then the up's.
     fused_.resize(n * 2 * n_ff);
@@ -286,7 +278,17 @@ void Forward::layer(uint32_t il, size_t n, size_t pos0) {
                                        gate_.data() + begin, end - begin);
   });
   multiply({{&l.w_down, h_.data()}}, gate_.data(), n_ff, n);
+  add_bias(lv.b_down, h_.data(), n);
   add_residual(lv.post_ffn_norm, n);
+}
+
+// Each of the n rows of `rows` (bias.size() wide) plus `bias`; nothing
+// without one.
+void Forward::add_bias(const std::vector<float>& bias, float* rows, size_t n) {
+  for (size_t t = 0; t < n && !bias.empty(); ++t) {
+    float* row = rows + t * bias.size();
+    for (size_t i = 0; i < bias.size(); ++i) row[i] += bias[i];
+  }
 }
 
 // h = the branch's input: x RMS-normed by `norm`, or x itself without one.

@@ -49,6 +49,9 @@ struct ForwardOptions {
   // one order, a token's alone over a short cache (for tests of batching
   // itself).
   bool llama_cpp_orders = true;
+  // The context the caller allows (0: the model's training context), which
+  // chooses LongRoPE's factors (Model::rope_factors).
+  size_t n_ctx = 0;
 };
 
 class Forward {
@@ -71,10 +74,6 @@ class Forward {
  private:
   // The model's vectors (norm weights, biases), dequantized once; empty when
   // the model has none.
-  struct LayerVectors {
-    std::vector<float> attn_norm, bq, bk, bv, q_norm, k_norm, ffn_norm;
-    std::vector<float> post_attn_norm, post_ffn_norm;
-  };
   // out (n_tokens, w.n_out) = in (n_tokens, w.n_in) times w's rows.
   struct Product {
     const Weight* w;
@@ -83,6 +82,7 @@ class Forward {
 
   void eval_batch(std::span<const int32_t> tokens, bool all_logits, float* logits);
   void pre_norm(const std::vector<float>& norm, size_t n);
+  static void add_bias(const std::vector<float>& bias, float* rows, size_t n);
   void add_residual(const std::vector<float>& post_norm, size_t n);
   void layer(uint32_t il, size_t n, size_t pos0);
   // The products of several weights with one input, in one parallel loop.
@@ -99,7 +99,7 @@ class Forward {
   bool llama_cpp_orders_;
   std::unique_ptr<kernels::ThreadPool> pool_;
   std::vector<LayerVectors> layers_;
-  std::vector<float> output_norm_, freq_factors_;
+  std::vector<float> output_norm_, output_bias_, freq_factors_;
   KvCache cache_;
 
   // Scratch, sized for max_batch tokens.

@@ -23,11 +23,6 @@ std::vector<float> row(const Weight& w, uint64_t r) {
   return out;
 }
 
-// A vector weight as floats, or empty when the model lacks it.
-std::vector<float> vec(const Weight& w) {
-  return w ? row(w, 0) : std::vector<float>();
-}
-
 // The activations as llama.cpp's dot products see them: ggml converts x to
 // the weight type's "vec_dot_type" first (ggml-cpu type_traits): 8-bit blocks
 // of 32 with a half-precision scale for the 32-element quants (Q8_0/Q8_1),
@@ -315,6 +310,12 @@ void add(std::span<float> x, std::span<const float> y) {
   for (size_t i = 0; i < x.size(); ++i) x[i] += y[i];
 }
 
+// x plus `bias`, or x itself without one.
+std::vector<float> biased(std::vector<float> x, const std::vector<float>& bias) {
+  if (!bias.empty()) add(x, bias);
+  return x;
+}
+
 // The steps of ops.h on whole vectors.
 void rms_norm(std::span<float> x, std::span<const float> weight, float eps) {
   ops::rms_norm(x.data(), weight.data(), x.data(), x.size(), eps);
@@ -336,17 +337,14 @@ std::vector<double> log_softmax(std::span<const float> logits) {
   return out;
 }
 
-ReferenceForward::ReferenceForward(const Model& model)
+ReferenceForward::ReferenceForward(const Model& model, size_t n_ctx)
     : m_(model),
-      output_norm_(vec(model.output_norm())),
-      freq_factors_(vec(model.rope_freqs())),
+      output_norm_(vector_of(model.output_norm())),
+      output_bias_(vector_of(model.output_bias())),
+      freq_factors_(vector_of(model.rope_factors(n_ctx))),
       k_cache_(model.hparams().n_layer),
       v_cache_(model.hparams().n_layer) {
-  for (const Layer& l : model.layers()) {
-    layers_.push_back(LayerVectors{vec(l.attn_norm), vec(l.bq), vec(l.bk), vec(l.bv), vec(l.q_norm),
-                                   vec(l.k_norm), vec(l.ffn_norm), vec(l.post_attn_norm),
-                                   vec(l.post_ffn_norm)});
-  }
+  for (const Layer& l : model.layers()) layers_.emplace_back(l);
 }
 
 std::span<const float> ReferenceForward::step(int32_t token) {
@@ -441,15 +439,15 @@ std::span<const float> ReferenceForward::step(int32_t token) {
              v_cache_[il].data() + start * kv_dim + kv_off, kv_dim, scores, attn.data() + hh * hd,
              nullptr);
     }
-    add_branch(matvec(l.wo, attn), lv.post_attn_norm);
+    add_branch(biased(matvec(l.wo, attn), lv.bo), lv.post_attn_norm);
 
     // Feed-forward block: SwiGLU or GeGLU (Shazeer 2020), down(act(gate(h)) * up(h)).
     h = x;
     if (!lv.ffn_norm.empty()) rms_norm(h, lv.ffn_norm, hp.rms_eps);
     std::vector<float> gate, up;
     if (l.w_gate) {
-      gate = matvec(l.w_gate, h);
-      up = matvec(l.w_up, h);
+      gate = biased(matvec(l.w_gate, h), lv.b_gate);
+      up = biased(matvec(l.w_up, h), lv.b_up);
     } else {
       const std::vector<float> both = matvec(l.w_up, h);  // the gate's, then the up's
       gate.assign(both.begin(), both.begin() + static_cast<long>(hp.n_ff));
@@ -460,10 +458,10 @@ std::span<const float> ReferenceForward::step(int32_t token) {
     } else {
       for (size_t i = 0; i < gate.size(); ++i) gate[i] = silu(gate[i]) * up[i];
     }
-    add_branch(matvec(l.w_down, gate), lv.post_ffn_norm);
+    add_branch(biased(matvec(l.w_down, gate), lv.b_down), lv.post_ffn_norm);
   }
   rms_norm(x, output_norm_, hp.rms_eps);
-  logits_ = matvec(m_.output(), x);
+  logits_ = biased(matvec(m_.output(), x), output_bias_);
   if (hp.logit_scale != 0) {
     const float inv = 1.0f / hp.logit_scale;
     for (float& e : logits_) e *= inv;

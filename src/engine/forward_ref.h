@@ -22,7 +22,8 @@ namespace quip::engine {
 class ReferenceForward {
  public:
   // PRECONDITIONS: `model` outlives this.
-  explicit ReferenceForward(const Model& model);
+  // n_ctx: the context the caller allows (ForwardOptions::n_ctx).
+  explicit ReferenceForward(const Model& model, size_t n_ctx = 0);
 
   // Evaluates `token` at the next position and returns the logits
   // (n_vocab floats) for the token after it.
@@ -33,14 +34,9 @@ class ReferenceForward {
  private:
   // The model's vectors (norm weights, biases), dequantized once; empty when
   // the model has none.
-  struct LayerVectors {
-    std::vector<float> attn_norm, bq, bk, bv, q_norm, k_norm, ffn_norm;
-    std::vector<float> post_attn_norm, post_ffn_norm;
-  };
-
   const Model& m_;
   std::vector<LayerVectors> layers_;
-  std::vector<float> output_norm_, freq_factors_;
+  std::vector<float> output_norm_, output_bias_, freq_factors_;
   size_t pos_ = 0;
   // KV cache, half precision: (layer, position, n_head_kv * head_dim), grown as tokens come.
   std::vector<std::vector<uint16_t>> k_cache_, v_cache_;

@@ -12,12 +12,16 @@ namespace quip::engine {
 namespace {
 
 constexpr ArchSpec kArchs[] = {
-    {.name = "llama"},
-    {.name = "qwen2", .rope = RopeStyle::NeoX, .qkv_bias = true},
+    {.name = "llama", .projection_biases = true},
+    {.name = "qwen2", .rope = RopeStyle::NeoX, .output_bias = true},
     {.name = "qwen3", .rope = RopeStyle::NeoX, .qk_norm = true},
-    {.name = "granite", .scales = true},
+    {.name = "granite", .scales = true, .projection_biases = true},
     {.name = "smollm3", .no_rope_step = 4},
-    {.name = "phi3", .rope = RopeStyle::NeoX, .fused = true, .scale_queries = true},
+    {.name = "phi3",
+     .rope = RopeStyle::NeoX,
+     .fused_gate_up = true,
+     .long_rope = true,
+     .scale_queries = true},
     {.name = "olmo2",
      .rope = RopeStyle::NeoX,
      .qk_norm = true,
@@ -69,8 +73,9 @@ void yarn_correction(RopeFrequencies& rope, uint32_t n_rot, uint32_t n_ctx_orig)
 //   - RoPE scaling: for type linear (the default) every angle times 1 /
 //     rope.scaling.factor (or the older rope.scale_linear); for none, no
 //     scaling; cos and sin times rope.scaling.attn_factor; for yarn, YaRN
-//     over rope.scaling.original_context_length. LongRoPE is refused until
-//     quip computes it.
+//     over rope.scaling.original_context_length. LongRoPE is linear
+//     scaling plus the factor tensors that Model::bind reads (Phi-3 files
+//     say so with those tensors alone, or with type longrope).
 //   - Value heads of another size than the key heads; sliding layers with
 //     other head or rotation sizes than the others (per-layer KV widths).
 //   - Sliding windows, soft caps and the query scale, as the family's
@@ -87,7 +92,7 @@ Result<void> read_attention_keys(const gguf::GgufFile& f, const ArchSpec& spec,
   };
   std::string_view kind;
   if (auto r = read("rope.scaling.type", &kind, std::string_view("linear")); !r) return r.error();
-  if (kind != "linear" && kind != "none" && kind != "yarn") {
+  if (kind != "linear" && kind != "none" && kind != "yarn" && kind != "longrope") {
     return Error{prefix + "RoPE scaling '" + printable(kind) + "' (" + key("rope.scaling.type") +
                  ") is not supported yet"};
   }
@@ -108,11 +113,10 @@ Result<void> read_attention_keys(const gguf::GgufFile& f, const ArchSpec& spec,
     return Error{prefix + key("rope.scaling.attn_factor") + " is not a finite number"};
   }
   hp.rope.mscale = attn_factor;
-  uint32_t n_ctx_orig = hp.n_ctx_train;
+  if (auto r = read("rope.scaling.original_context_length", &hp.n_ctx_orig, hp.n_ctx_train); !r) {
+    return r.error();
+  }
   if (kind == "yarn") {
-    if (auto r = read("rope.scaling.original_context_length", &n_ctx_orig, hp.n_ctx_train); !r) {
-      return r.error();
-    }
     // llama.cpp's context setup: YaRN's magnitude 1 + 0.1 ln(factor), which
     // rope_yarn applies, divided out again (and a factor <= 1 none), times
     // the file's attn_factor; in its float steps.
@@ -167,7 +171,7 @@ Result<void> read_attention_keys(const gguf::GgufFile& f, const ArchSpec& spec,
     if (auto r = read(suffix, out, *family_default); !r) return r.error();
   }
   for (RopeFrequencies* rope : {&hp.rope, &hp.rope_sliding}) {
-    if (rope->ext_factor != 0.0f) yarn_correction(*rope, hp.n_rot, n_ctx_orig);
+    if (rope->ext_factor != 0.0f) yarn_correction(*rope, hp.n_rot, hp.n_ctx_orig);
   }
   if (!std::isfinite(hp.attn_softcap) || !std::isfinite(hp.final_softcap)) {
     return Error{prefix + "a soft-capping value is not a finite number"};
@@ -274,7 +278,9 @@ Result<Model> Model::bind(const gguf::GgufFile& f) {
     hp.rms_eps = **v;
   }
 
-  // Tensors: each checked for presence, shape and a type quip can compute with.
+  // Tensors: each checked for presence, shape and a type quip can compute
+  // with, and counted, so that a file with tensors beyond them is refused.
+  std::vector<const gguf::TensorInfo*> bound;
   const auto bind = [&](const std::string& name, uint64_t n_in, uint64_t n_out, bool required,
                         Weight* out) -> Result<void> {
     const gguf::TensorInfo* t = f.find_tensor(name);
@@ -294,6 +300,7 @@ Result<Model> Model::bind(const gguf::GgufFile& f) {
                    ", which quip cannot compute with yet"};
     }
     *out = Weight{t, n_in, rows};
+    bound.push_back(t);
     return {};
   };
   const uint64_t q_dim = uint64_t{hp.n_head} * hp.head_dim;
@@ -305,58 +312,119 @@ Result<Model> Model::bind(const gguf::GgufFile& f) {
   if (auto r = bind("output.weight", hp.n_embd, hp.n_vocab, false, &m.output_); !r)
     return r.error();
   if (!m.output_) m.output_ = m.token_embd_;  // tied
-  if (auto r = bind("rope_freqs.weight", hp.n_rot / 2, 1, false, &m.rope_freqs_); !r) {
-    return r.error();
+  if (m.arch_->output_bias) {
+    if (auto r = bind("output.bias", hp.n_vocab, 1, false, &m.output_bias_); !r) return r.error();
+  }
+  for (auto [name, out, read] :
+       {std::tuple{"rope_freqs.weight", &m.rope_freqs_, true},
+        std::tuple{"rope_factors_long.weight", &m.rope_long_, m.arch_->long_rope},
+        std::tuple{"rope_factors_short.weight", &m.rope_short_, m.arch_->long_rope}}) {
+    if (!read) continue;
+    if (auto r = bind(name, hp.n_rot / 2, 1, false, out); !r) return r.error();
   }
   m.layers_.resize(hp.n_layer);
   for (uint32_t i = 0; i < hp.n_layer; ++i) {
     Layer& l = m.layers_[i];
     const std::string b = "blk." + std::to_string(i) + ".";
-    const bool bias = m.arch_->qkv_bias, norm = m.arch_->qk_norm;
-    const bool fused = m.arch_->fused, apart = !fused;
+    const bool norm = m.arch_->qk_norm, biases = m.arch_->projection_biases;
+    // Q, K and V fused or apart, in any family, as llama.cpp's loaders.
+    const bool fused_qkv = f.find_tensor(b + "attn_qkv.weight") != nullptr, apart = !fused_qkv;
+    const bool fused_up = m.arch_->fused_gate_up;
     const bool pre = m.arch_->pre_norms, post = m.arch_->post_norms;
     // olmo2 norms Q and K over the whole projection, qwen3 per head.
     const bool whole = m.arch_->qk_norm_whole;
     const uint64_t q_norm_width = whole ? q_dim : hp.head_dim;
     const uint64_t k_norm_width = whole ? kv_dim : hp.head_dim;
-    const uint64_t up_rows = uint64_t{hp.n_ff} * (fused ? 2 : 1);
-    for (auto [name, n_in, n_out, required, out] :
-         {std::tuple{"attn_norm.weight", uint64_t{hp.n_embd}, uint64_t{1}, pre, &l.attn_norm},
-          std::tuple{"attn_q.weight", uint64_t{hp.n_embd}, q_dim, apart, &l.wq},
-          std::tuple{"attn_k.weight", uint64_t{hp.n_embd}, kv_dim, apart, &l.wk},
-          std::tuple{"attn_v.weight", uint64_t{hp.n_embd}, kv_dim, apart, &l.wv},
-          std::tuple{"attn_qkv.weight", uint64_t{hp.n_embd}, q_dim + 2 * kv_dim, fused, &l.wqkv},
-          std::tuple{"attn_output.weight", q_dim, uint64_t{hp.n_embd}, true, &l.wo},
-          std::tuple{"attn_q.bias", q_dim, uint64_t{1}, bias, &l.bq},
-          std::tuple{"attn_k.bias", kv_dim, uint64_t{1}, bias, &l.bk},
-          std::tuple{"attn_v.bias", kv_dim, uint64_t{1}, bias, &l.bv},
-          std::tuple{"attn_q_norm.weight", q_norm_width, uint64_t{1}, norm, &l.q_norm},
-          std::tuple{"attn_k_norm.weight", k_norm_width, uint64_t{1}, norm, &l.k_norm},
-          std::tuple{"ffn_norm.weight", uint64_t{hp.n_embd}, uint64_t{1}, pre, &l.ffn_norm},
-          std::tuple{"post_attention_norm.weight", uint64_t{hp.n_embd}, uint64_t{1}, post,
+    const uint64_t n_embd = hp.n_embd, n_ff = hp.n_ff, qkv_dim = q_dim + 2 * kv_dim;
+    // name, n_in, n_out, whether it is read, whether it is required, where it goes
+    for (auto [name, n_in, n_out, read, required, out] :
+         {std::tuple{"attn_norm.weight", n_embd, uint64_t{1}, pre, true, &l.attn_norm},
+          std::tuple{"attn_q.weight", n_embd, q_dim, apart, true, &l.wq},
+          std::tuple{"attn_k.weight", n_embd, kv_dim, apart, true, &l.wk},
+          std::tuple{"attn_v.weight", n_embd, kv_dim, apart, true, &l.wv},
+          std::tuple{"attn_q.bias", q_dim, uint64_t{1}, apart, false, &l.bq},
+          std::tuple{"attn_k.bias", kv_dim, uint64_t{1}, apart, false, &l.bk},
+          std::tuple{"attn_v.bias", kv_dim, uint64_t{1}, apart, false, &l.bv},
+          std::tuple{"attn_qkv.weight", n_embd, qkv_dim, fused_qkv, true, &l.wqkv},
+          std::tuple{"attn_qkv.bias", qkv_dim, uint64_t{1}, fused_qkv, false, &l.bqkv},
+          std::tuple{"attn_output.weight", q_dim, n_embd, true, true, &l.wo},
+          std::tuple{"attn_output.bias", n_embd, uint64_t{1}, biases, false, &l.bo},
+          std::tuple{"attn_q_norm.weight", q_norm_width, uint64_t{1}, norm, true, &l.q_norm},
+          std::tuple{"attn_k_norm.weight", k_norm_width, uint64_t{1}, norm, true, &l.k_norm},
+          std::tuple{"ffn_norm.weight", n_embd, uint64_t{1}, pre, true, &l.ffn_norm},
+          std::tuple{"post_attention_norm.weight", n_embd, uint64_t{1}, post, true,
                      &l.post_attn_norm},
-          std::tuple{"post_ffw_norm.weight", uint64_t{hp.n_embd}, uint64_t{1}, post,
-                     &l.post_ffn_norm},
-          std::tuple{"ffn_gate.weight", uint64_t{hp.n_embd}, uint64_t{hp.n_ff}, apart, &l.w_gate},
-          std::tuple{"ffn_up.weight", uint64_t{hp.n_embd}, up_rows, true, &l.w_up},
-          std::tuple{"ffn_down.weight", uint64_t{hp.n_ff}, uint64_t{hp.n_embd}, true, &l.w_down}}) {
+          std::tuple{"post_ffw_norm.weight", n_embd, uint64_t{1}, post, true, &l.post_ffn_norm},
+          std::tuple{"ffn_gate.weight", n_embd, n_ff, !fused_up, true, &l.w_gate},
+          std::tuple{"ffn_up.weight", n_embd, fused_up ? 2 * n_ff : n_ff, true, true, &l.w_up},
+          std::tuple{"ffn_down.weight", n_ff, n_embd, true, true, &l.w_down},
+          std::tuple{"ffn_gate.bias", n_ff, uint64_t{1}, biases, false, &l.b_gate},
+          std::tuple{"ffn_up.bias", n_ff, uint64_t{1}, biases, false, &l.b_up},
+          std::tuple{"ffn_down.bias", n_embd, uint64_t{1}, biases, false, &l.b_down}}) {
+      if (!read) continue;
       if (auto r = bind(b + name, n_in, n_out, required, out); !r) return r.error();
     }
-    // Norms the spec does not place would be left unread.
-    if ((!pre && (l.attn_norm || l.ffn_norm)) || (!post && (l.post_attn_norm || l.post_ffn_norm))) {
-      return Error{prefix + "layer " + std::to_string(i) + " has norms that " + std::string(*arch) +
-                   " does not place: not supported"};
-    }
-    // One form or the other, never a mix that would leave a tensor unread.
-    if (fused ? (l.wq || l.wk || l.wv || l.w_gate) : bool{l.wqkv}) {
-      return Error{prefix + "layer " + std::to_string(i) +
-                   (fused ? " has separate Q, K, V or gate tensors where " + std::string(*arch) +
-                                " fuses them"
-                          : " has a fused attn_qkv, which " + std::string(*arch) +
-                                " does not have: not supported")};
+  }
+  // A tensor quip does not read (a bias, a factor, a block it does not
+  // run) would change llama.cpp's result, which refuses such a file too.
+  if (bound.size() != f.tensors().size()) {
+    std::sort(bound.begin(), bound.end());
+    for (const gguf::TensorInfo& t : f.tensors()) {
+      if (!std::binary_search(bound.begin(), bound.end(), &t)) {
+        return Error{prefix + "tensor '" + printable(t.name) + "' is not one that quip's " +
+                     std::string(*arch) + " reads: not supported"};
+      }
     }
   }
   return m;
+}
+
+std::vector<float> vector_of(const Weight& w) {
+  std::vector<float> out;
+  if (w) {
+    out.resize(w.n_in);
+    kernels::dequantize_row(w.tensor->type.type, w.tensor->data.data(), out.data(), w.n_in);
+  }
+  return out;
+}
+
+LayerVectors::LayerVectors(const Layer& l)
+    : attn_norm(vector_of(l.attn_norm)),
+      bq(vector_of(l.bq)),
+      bk(vector_of(l.bk)),
+      bv(vector_of(l.bv)),
+      q_norm(vector_of(l.q_norm)),
+      k_norm(vector_of(l.k_norm)),
+      bo(vector_of(l.bo)),
+      ffn_norm(vector_of(l.ffn_norm)),
+      b_gate(vector_of(l.b_gate)),
+      b_up(vector_of(l.b_up)),
+      b_down(vector_of(l.b_down)),
+      post_attn_norm(vector_of(l.post_attn_norm)),
+      post_ffn_norm(vector_of(l.post_ffn_norm)) {
+  if (l.bqkv) {
+    // Rows Q, then K, then V, as the fused weight's: adding the pieces is
+    // adding the whole.
+    const std::vector<float> all = vector_of(l.bqkv);
+    const size_t kv = l.wqkv.n_out - l.wo.n_in;  // K's and V's rows together
+    const auto q_end = all.begin() + static_cast<long>(l.wo.n_in);
+    bq.assign(all.begin(), q_end);
+    bk.assign(q_end, q_end + static_cast<long>(kv / 2));
+    bv.assign(q_end + static_cast<long>(kv / 2), all.end());
+  }
+}
+
+bool Model::uses_long_factors(size_t n_ctx) const {
+  return !rope_freqs_ && long_rope() && (n_ctx != 0 ? n_ctx : hp_.n_ctx_train) > hp_.n_ctx_orig;
+}
+
+const Weight& Model::rope_factors(size_t n_ctx) const {
+  if (rope_freqs_) return rope_freqs_;
+  return uses_long_factors(n_ctx) ? rope_long_ : rope_short_;
+}
+
+std::string_view Model::kv_variant(size_t n_ctx) const {
+  return uses_long_factors(n_ctx) ? "rope_factors_long" : "";
 }
 
 Model::MatrixWork Model::matrix_work_per_token() const {

@@ -47,8 +47,7 @@ struct SlidingWindow {
 struct ArchSpec {
   std::string_view name;  // general.architecture
   RopeStyle rope = RopeStyle::Adjacent;
-  bool qkv_bias = false;  // Q, K, V have biases (qwen2)
-  bool qk_norm = false;   // RMS norms of Q and K (qwen3, olmo2, gemma3)
+  bool qk_norm = false;  // RMS norms of Q and K (qwen3, olmo2, gemma3)
   // olmo2: Q and K normed over the whole projection, before the split into
   // heads; otherwise per head.
   bool qk_norm_whole = false;
@@ -58,9 +57,18 @@ struct ArchSpec {
   // Every step-th layer (layer il with (il + 1) % step == 0) has no
   // rotation (smollm3's NoPE layers; llama.cpp's fixed 4, no key); 0: none.
   uint32_t no_rope_step = 0;
-  // phi3: one attn_qkv (rows Q, then K, then V) and one ffn_up of 2 n_ff
-  // rows (the gate's, then the up's) instead of separate tensors.
-  bool fused = false;
+  // phi3: one ffn_up of 2 n_ff rows (the gate's, then the up's) and no
+  // ffn_gate. (Any family's layer may have one attn_qkv, rows Q, then K,
+  // then V, instead of separate tensors, and biases for Q, K and V, as
+  // llama.cpp's loaders all read them.)
+  bool fused_gate_up = false;
+  // Biases of the attention output and the FFN's three matrices, where the
+  // file has them (llama, granite), and of the output (qwen2).
+  bool projection_biases = false;
+  bool output_bias = false;
+  // phi3: LongRoPE's frequency factors (rope_factors_long and
+  // rope_factors_short), which the family's loader reads where present.
+  bool long_rope = false;
   // The queries times Hparams::query_scale after the rotation (ggml rounds
   // the scaled queries) and the attention scores unscaled: phi3 (1 /
   // sqrt(head_dim)), gemma.
@@ -97,10 +105,22 @@ struct Weight {
 };
 
 struct Layer {
-  Weight attn_norm, wq, wk, wv, wqkv, wo, bq, bk, bv, q_norm, k_norm;  // wqkv: fused
-  Weight ffn_norm, w_gate, w_up, w_down;
+  Weight attn_norm, wq, wk, wv, wqkv, wo, q_norm, k_norm;  // wqkv: fused, no wq, wk, wv
+  Weight bq, bk, bv, bqkv, bo;                             // biases, where the file has them
+  Weight ffn_norm, w_gate, w_up, w_down;  // fused_gate_up: w_up holds the gate, no w_gate
+  Weight b_gate, b_up, b_down;
   Weight post_attn_norm, post_ffn_norm;  // the norms of the branch outputs (olmo2, gemma)
-  // fused: w_up holds the gate, no w_gate
+};
+
+// A weight vector (a norm, a bias) in float; empty where `w` is absent.
+std::vector<float> vector_of(const Weight& w);
+
+// A layer's norms and biases in float, as the forward passes add and
+// multiply them; a fused Q/K/V bias split into bq, bk and bv.
+struct LayerVectors {
+  std::vector<float> attn_norm, bq, bk, bv, q_norm, k_norm, bo;
+  std::vector<float> ffn_norm, b_gate, b_up, b_down, post_attn_norm, post_ffn_norm;
+  explicit LayerVectors(const Layer& l);
 };
 
 // How one layer rotates: theta = freq_scale * pos * base^(-2i / n_rot)
@@ -118,6 +138,10 @@ struct RopeFrequencies {
 struct Hparams {
   uint32_t n_embd = 0, n_layer = 0, n_head = 0, n_head_kv = 0, head_dim = 0, n_ff = 0;
   uint32_t n_vocab = 0, n_ctx_train = 0, n_rot = 0;
+  // The context the rotation was trained for before it was stretched
+  // (rope.scaling.original_context_length; n_ctx_train without it): YaRN's
+  // range, and LongRoPE's choice of factors.
+  uint32_t n_ctx_orig = 0;
   float rms_eps = 1e-5f;
   RopeFrequencies rope, rope_sliding;  // of the global layers and the sliding ones
   // As llama.cpp's hparams, 0 where unused: embeddings times
@@ -159,8 +183,19 @@ class Model {
   const Hparams& hparams() const { return hp_; }
   const Weight& token_embd() const { return token_embd_; }
   const Weight& output_norm() const { return output_norm_; }
-  const Weight& output() const { return output_; }          // token_embd when tied
-  const Weight& rope_freqs() const { return rope_freqs_; }  // absent unless Llama 3.x
+  const Weight& output() const { return output_; }            // token_embd when tied
+  const Weight& output_bias() const { return output_bias_; }  // absent unless qwen2 has one
+  // The rotation's per-pair frequency divisors for a context of n_ctx
+  // tokens (0: n_ctx_train), as llama.cpp's get_rope_factors: rope_freqs
+  // (Llama 3.x), else LongRoPE's long factors for a context beyond
+  // n_ctx_orig and its short ones otherwise; absent in most files.
+  const Weight& rope_factors(size_t n_ctx) const;
+  // Whether the file has LongRoPE's factors (Phi-3.5, Phi-4-mini).
+  bool long_rope() const { return rope_long_ || rope_short_; }
+  // What the keys and values depend on besides the model's file, for a
+  // context of n_ctx tokens: "" in most files, "rope_factors_long" where
+  // LongRoPE's long factors apply. The prefix cache keeps each apart.
+  std::string_view kv_variant(size_t n_ctx) const;
   const std::vector<Layer>& layers() const { return layers_; }
 
   // The bytes of weights one token's step reads: every layer's weights,
@@ -180,8 +215,10 @@ class Model {
  private:
   const ArchSpec* arch_ = nullptr;
   Hparams hp_;
-  Weight token_embd_, output_norm_, output_, rope_freqs_;
+  Weight token_embd_, output_norm_, output_, output_bias_, rope_freqs_;
+  Weight rope_long_, rope_short_;  // LongRoPE's factors
   std::vector<Layer> layers_;
+  bool uses_long_factors(size_t n_ctx) const;
 };
 
 }  // namespace quip::engine

@@ -235,7 +235,7 @@ Outcome<Answer> generate(const LoadedModel& m, const Request& r, const Prompt& p
                                            " (see --ctx-size)"};
   }
   Answer a;
-  engine::Forward fwd(m.model, {.n_threads = r.threads, .isa = r.isa});
+  engine::Forward fwd(m.model, {.n_threads = r.threads, .isa = r.isa, .n_ctx = n_ctx});
   // The longest prefix an earlier call evaluated comes from the cache.
   std::optional<store::PrefixCache> prefix_cache;
   size_t restored = 0;
@@ -244,10 +244,11 @@ Outcome<Answer> generate(const LoadedModel& m, const Request& r, const Prompt& p
   // answered, without evaluating its last token again.
   std::vector<float> cached_logits;
   if (!r.no_cache && r.cache_dir) {
-    prefix_cache.emplace(*r.cache_dir / "kv",
-                         store::KvShape{m.fingerprint, fwd.cache().n_layer(),
-                                        fwd.cache().row_width(), m.model.hparams().n_vocab},
-                         r.cache_max_bytes);
+    prefix_cache.emplace(
+        *r.cache_dir / "kv",
+        store::KvShape{m.fingerprint, fwd.cache().n_layer(), fwd.cache().row_width(),
+                       m.model.hparams().n_vocab, std::string(m.model.kv_variant(n_ctx))},
+        r.cache_max_bytes);
     std::vector<std::string> warnings;
     restored = prefix_cache->restore(prompt.tokens, fwd.cache(), warnings, &cached_logits);
     for (std::string& w : warnings) a.warnings.push_back(std::move(w));

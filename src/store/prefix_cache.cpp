@@ -76,10 +76,13 @@ bool parse_key_name(const std::string& name, uint64_t& key) {
   return true;
 }
 
-// keys[L]: the hash of the model and tokens [0, L), for L in [0, n].
-std::vector<uint64_t> prefix_keys(const std::string& fingerprint, std::span<const int32_t> tokens) {
+// keys[L]: the hash of the model, its variant and tokens [0, L), for L in
+// [0, n]. Without a variant, the model's alone (as before variants were).
+std::vector<uint64_t> prefix_keys(const KvShape& shape, std::span<const int32_t> tokens) {
   std::vector<uint64_t> keys(tokens.size() + 1);
-  keys[0] = XXH3_64bits(fingerprint.data(), fingerprint.size());
+  const std::string model =
+      shape.variant.empty() ? shape.fingerprint : shape.fingerprint + "/" + shape.variant;
+  keys[0] = XXH3_64bits(model.data(), model.size());
   for (size_t i = 0; i < tokens.size(); ++i) {
     keys[i + 1] = XXH3_64bits_withSeed(&tokens[i], sizeof(int32_t), keys[i]);
   }
@@ -206,7 +209,7 @@ size_t PrefixCache::restore(std::span<const int32_t> tokens, engine::KvCache& ca
     if (parse_key_name(it->path().filename().string(), key)) present.insert(key);
   }
   if (present.empty()) return 0;
-  const std::vector<uint64_t> keys = prefix_keys(shape_.fingerprint, tokens);
+  const std::vector<uint64_t> keys = prefix_keys(shape_, tokens);
   const size_t position_bytes = cache.position_bytes();
 
   // An unusable file: one warning, and it goes.
@@ -349,7 +352,7 @@ Result<void> PrefixCache::save(std::span<const int32_t> tokens, const engine::Kv
   for (size_t m : marks) {
     if (m > from && m < n) ends.insert(m);
   }
-  const std::vector<uint64_t> keys = prefix_keys(shape_.fingerprint, tokens.first(n));
+  const std::vector<uint64_t> keys = prefix_keys(shape_, tokens.first(n));
   std::error_code ec;
   // 0700, as is the cache folder above dir_ (kv's parent).
   if (auto made = make_private_dir(model_dir(), 2); !made) return made.error();

@@ -46,6 +46,9 @@ struct KvShape {
   uint32_t n_layer = 0;
   uint32_t row_width = 0;  // halves per key (and value) row
   uint32_t n_vocab = 0;    // floats in a segment's logits
+  // What else the rows depend on (engine::Model::kv_variant): "" for most
+  // models. Entries of one variant are never found under another.
+  std::string variant;
 };
 
 // The logits after the first `end` tokens of a sequence (n_vocab floats).

@@ -143,6 +143,24 @@ TEST(InspectText, NamesTheRopeScaling) {
   const RunResult j = run_quip({"inspect", "--json", yarn});
   ASSERT_EQ(j.status, kExitOk) << j.err;
   EXPECT_EQ(nlohmann::json::parse(j.out).at("summary").at("computed").at("rope_scaling"), "yarn");
+  // LongRoPE: Phi-3's factor tensors, and the context that chooses them.
+  const std::string longrope = (dir.path() / "longrope.gguf").string();
+  ASSERT_EQ(testing::run_command(
+                {QUIP_SYNTH_BINARY, "tiny-phi3", longrope, "--rope-scaling", "longrope:1024"})
+                .status,
+            0);
+  const RunResult lr = run_quip({"inspect", longrope});
+  ASSERT_EQ(lr.status, kExitOk) << lr.err;
+  const std::string row = text_row(lr.out, "rope scaling").value_or("");
+  EXPECT_TRUE(row.starts_with("longrope, angles x 1, cos and sin x 1.1")) << lr.out;
+  EXPECT_NE(row.find("short factors up to a context of 1024 tokens, long beyond"),
+            std::string::npos)
+      << row;
+  const RunResult lj = run_quip({"inspect", "--json", longrope});
+  ASSERT_EQ(lj.status, kExitOk) << lj.err;
+  const auto computed = nlohmann::json::parse(lj.out).at("summary").at("computed");
+  EXPECT_EQ(computed.at("rope_scaling"), "longrope");
+  EXPECT_EQ(computed.at("rope_original_context"), 1024);
 }
 
 TEST(InspectText, WrittenFileShowsItsValues) {

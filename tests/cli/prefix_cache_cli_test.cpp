@@ -111,6 +111,38 @@ TEST_F(PrefixCacheCli, SecondIdenticalRawCallEvaluatesAtMostOneToken) {
   expect_same_answer(first, second);
 }
 
+// LongRoPE's keys depend on the context size (long factors beyond the
+// file's original context): a call with the other factors never restores
+// them, and each context size finds its own.
+TEST_F(PrefixCacheCli, LongRopeContextsDoNotShareRows) {
+  testing::TempDir dir;
+  const std::string model = (dir.path() / "longrope.gguf").string();
+  ASSERT_EQ(testing::run_command(
+                {QUIP_SYNTH_BINARY, "tiny-phi3", model, "--rope-scaling", "longrope:1024"})
+                .status,
+            0);
+  const std::vector<std::string> args = {"--raw", "-m",         model, "-n",
+                                         "4",     "--logprobs", "4",   kStory};
+  const auto with_context = [&](const char* n_ctx) {
+    std::vector<std::string> a = args;
+    a.insert(a.end(), {"--ctx-size", n_ctx});
+    return a;
+  };
+  const nlohmann::json short_factors = run_json(with_context("1024"));
+  const nlohmann::json long_factors = run_json(with_context("2048"));
+  EXPECT_EQ(long_factors.at("usage").at("cached_tokens"), 0);
+  EXPECT_EQ(evaluated(long_factors), long_factors.at("prompt_tokens").size());
+  // The factors change the answer's distribution, so the test has teeth.
+  EXPECT_NE(short_factors.at("steps")[0].at("top")[0][1],
+            long_factors.at("steps")[0].at("top")[0][1]);
+  for (const auto& [first, n_ctx] :
+       {std::pair{&short_factors, "1024"}, std::pair{&long_factors, "2048"}}) {
+    const nlohmann::json again = run_json(with_context(n_ctx));
+    EXPECT_LE(evaluated(again), 1u) << n_ctx;
+    expect_same_answer(*first, again);
+  }
+}
+
 // A continued conversation evaluates only its new turn, and answers as a
 // call that evaluates everything does.
 TEST_F(PrefixCacheCli, ContinuingEvaluatesOnlyTheNewTurn) {

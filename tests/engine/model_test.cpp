@@ -97,8 +97,8 @@ TEST(ModelBind, RefusesRopeScalingItDoesNotComputeNamingTheKey) {
     std::function<void(gguf::GgufWriter&)> extra;
     std::string key, value;
   } cases[] = {
-      {[](gguf::GgufWriter& w) { w.set("llama.rope.scaling.type", std::string("longrope")); },
-       "llama.rope.scaling.type", "'longrope'"},
+      {[](gguf::GgufWriter& w) { w.set("llama.rope.scaling.type", std::string("dynamic")); },
+       "llama.rope.scaling.type", "'dynamic'"},
       {[](gguf::GgufWriter& w) { w.set("llama.rope.scaling.type", std::string("llama3x")); },
        "llama.rope.scaling.type", "'llama3x'"},
       {[](gguf::GgufWriter& w) { w.set("llama.attention.value_length", uint32_t{8}); },
@@ -112,6 +112,37 @@ TEST(ModelBind, RefusesRopeScalingItDoesNotComputeNamingTheKey) {
     EXPECT_NE(error.find("not supported"), std::string::npos) << error;
     EXPECT_EQ(error.find('\n'), std::string::npos) << error;
   }
+}
+
+// A tensor quip does not read would change the result (llama.cpp refuses
+// such files too): it is named, never skipped. Each family reads what its
+// llama.cpp loader reads: llama no Q/K norms and no output bias (qwen2's),
+// no LongRoPE factors (phi3's), no blocks beyond block_count.
+TEST(ModelBind, RefusesTensorsItDoesNotReadNamingThem) {
+  for (const auto& [name, shape] :
+       {std::pair{"blk.0.attn_q_norm.weight", std::vector<uint64_t>{16}},
+        std::pair{"output.bias", std::vector<uint64_t>{32}},
+        std::pair{"rope_factors_long.weight", std::vector<uint64_t>{8}},
+        std::pair{"blk.1.attn_norm.weight", std::vector<uint64_t>{64}}}) {
+    SCOPED_TRACE(name);
+    const std::string error = bind_error([&, name = name, shape = shape](gguf::GgufWriter& w) {
+      w.add_zero_tensor(name, /*F32*/ 0, shape, shape[0] * 4);
+    });
+    EXPECT_NE(error.find(std::string("tensor '") + name + "'"), std::string::npos) << error;
+    EXPECT_NE(error.find("not supported"), std::string::npos) << error;
+  }
+  // The same file without the extra tensor binds, and so does one with the
+  // biases llama's loader reads.
+  EXPECT_EQ(bind_error([](gguf::GgufWriter&) {}), "");
+  EXPECT_EQ(bind_error([](gguf::GgufWriter& w) {
+              for (const auto& [name, n] :
+                   {std::pair{"blk.0.attn_q.bias", 64}, std::pair{"blk.0.attn_output.bias", 64},
+                    std::pair{"blk.0.ffn_gate.bias", 128}, std::pair{"blk.0.ffn_up.bias", 128},
+                    std::pair{"blk.0.ffn_down.bias", 64}}) {
+                w.add_zero_tensor(name, /*F32*/ 0, {uint64_t(n)}, uint64_t(n) * 4);
+              }
+            }),
+            "");
 }
 
 // Linear scaling turns every angle by 1 / factor, type none by nothing

@@ -26,8 +26,9 @@ namespace fs = std::filesystem;
 
 constexpr uint32_t kLayers = 2, kRowWidth = 8;
 
-KvShape shape(const std::string& fingerprint = "0123456789abcdef") {
-  return {fingerprint, kLayers, kRowWidth};
+KvShape shape(const std::string& fingerprint = "0123456789abcdef",
+              const std::string& variant = "") {
+  return {fingerprint, kLayers, kRowWidth, 0, variant};
 }
 
 // A cache holding `n` positions whose rows are a function of (seed, position).
@@ -99,6 +100,24 @@ TEST_F(PrefixCacheTest, RestoresWhatWasSavedByteForByte) {
   EXPECT_EQ(restore(t, kv), 150u);
   // Segments end at each block and at the end: 64, 128, 150.
   EXPECT_EQ(files_under(dir()).size(), 3u);
+}
+
+// Rows computed another way (LongRoPE's long factors) are never restored
+// under the model's plain rows, nor the other way round; each variant
+// finds its own.
+TEST_F(PrefixCacheTest, KeepsVariantsApart) {
+  const auto t = tokens(100);
+  const engine::KvCache plain = filled(100, 1), variant = filled(100, 2);
+  PrefixCache other(dir(), shape("0123456789abcdef", "rope_factors_long"), kDefaultCacheBytes);
+  ASSERT_TRUE(cache().save(t, plain, 0, {}).ok());
+  engine::KvCache c(kLayers, kRowWidth);
+  std::vector<std::string> warnings;
+  EXPECT_EQ(other.restore(t, c, warnings), 0u);
+  EXPECT_TRUE(warnings.empty());
+  ASSERT_TRUE(other.save(t, variant, 0, {}).ok());
+  EXPECT_EQ(other.restore(t, c, warnings), 100u);
+  EXPECT_EQ(rows(c, 100), rows(variant, 100));
+  EXPECT_EQ(restore(t, plain), 100u);  // the plain rows, still
 }
 
 TEST_F(PrefixCacheTest, FindsTheLongestStoredPrefix) {
@@ -238,7 +257,7 @@ TEST_F(PrefixCacheTest, BrokenFilesAreIgnoredWithAWarningAndRemoved) {
 // ends have none, and a file whose logits are cut or flipped is refused.
 TEST_F(PrefixCacheTest, KeepsTheLogitsAfterAPromptEnd) {
   constexpr uint32_t kVocab = 37;
-  const KvShape with_vocab{"0123456789abcdef", kLayers, kRowWidth, kVocab};
+  const KvShape with_vocab{"0123456789abcdef", kLayers, kRowWidth, kVocab, ""};
   PrefixCache c(dir(), with_vocab, kDefaultCacheBytes);
   const auto t = tokens(150);
   const engine::KvCache kv = filled(150);
@@ -353,7 +372,7 @@ TEST_F(PrefixCacheTest, ForeignFilesAreNeverUsed) {
   EXPECT_NE(warnings[0].find("another model"), std::string::npos) << warnings[0];
   EXPECT_TRUE(files_under(dir() / "0123456789abcdef").empty());
 
-  PrefixCache wide(dir(), {"0123456789abcdef", kLayers, kRowWidth * 2}, kDefaultCacheBytes);
+  PrefixCache wide(dir(), {"0123456789abcdef", kLayers, kRowWidth * 2, 0, ""}, kDefaultCacheBytes);
   engine::KvCache w(kLayers, kRowWidth * 2);
   w.reserve(100);
   w.grow_to(100);

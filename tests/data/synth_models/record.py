@@ -1,0 +1,66 @@
+#!/usr/bin/env python3
+"""Records reference.json: llama.cpp's outputs on quip-synth's files.
+
+    tests/data/synth_models/record.py REF_LOGPROBS QUIP_SYNTH > reference.json
+
+Each model is a file that `quip-synth SHAPE FILE OPTIONS...` writes (random
+weights, the same bytes on every machine: the seed is fixed), named
+"SHAPE OPTIONS". REF_LOGPROBS is ref_logprobs.cpp of this folder, built
+against llama.cpp's libllama (README.md): for each prompt, its tokens, 16
+greedy tokens and the top 8 log-probabilities of each step, the format of
+../shared/*/reference.json.
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+CASES = [
+    ("tiny", "--rope-scaling linear:4"),
+    ("tiny", "--rope-scaling yarn:4:512"),
+    ("tiny-qwen2", "--rope-scaling linear:2"),
+    ("tiny-qwen2", "--rope-scaling yarn:8:256"),
+    ("tiny-qwen3", "--rope-scaling yarn:4:1024"),
+    ("tiny-qwen3", "--rope-scaling linear:8"),
+    # LongRoPE: the reference's context (4096) is beyond 1024, so the long
+    # factors apply, and within 4096, so the short ones.
+    ("tiny-phi3", "--rope-scaling longrope:1024"),
+    ("tiny-phi3", "--rope-scaling longrope:4096"),
+    # What llama.cpp's loaders read in every family (one attn_qkv, Q/K/V
+    # biases) and in some (llama's attention output and FFN biases,
+    # qwen2's output bias).
+    ("tiny", "--fused-qkv --biases"),
+    ("tiny-qwen2", "--biases"),
+    ("tiny-qwen3", "--fused-qkv"),
+    ("tiny-phi3", "--biases"),
+]
+# A short prompt, and one of 400 byte tokens: positions where the scaled
+# and unscaled angles are far apart.
+PROMPTS = [
+    "The quick brown fox jumps over the lazy dog.",
+    " ".join(f"line {i}: the tide rose {i % 7} feet at dawn." for i in range(12)),
+]
+N_PREDICT = 16
+
+
+def main():
+    ref_logprobs, synth = sys.argv[1], sys.argv[2]
+    models = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for shape, options in CASES:
+            path = os.path.join(tmp, "m.gguf")
+            subprocess.run([synth, shape, path] + options.split(), check=True)
+            out = subprocess.run([ref_logprobs, path, str(N_PREDICT), f"{shape} {options}"] +
+                                 PROMPTS, check=True, capture_output=True).stdout
+            entry = json.loads(out)
+            entry["shape"], entry["options"] = shape, options
+            models.append(entry)
+    json.dump({"reference": "llama.cpp build 9749 (d32676d77), libllama, CPU, AVX-512 build "
+                            "without AVX512_FP16, 2 threads, context and batch 4096",
+               "n_predict": N_PREDICT, "models": models}, sys.stdout, indent=1)
+    print()
+
+
+if __name__ == "__main__":
+    main()

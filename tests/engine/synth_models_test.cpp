@@ -1,0 +1,161 @@
+// quip-synth's files against llama.cpp: RoPE-scaled llama, qwen2 and qwen3
+// (linear and YaRN), LongRoPE phi3, and the fused Q/K/V and biases that
+// llama.cpp's loaders read. The files are random weights with a fixed seed,
+// the same bytes everywhere; tests/data/synth_models/reference.json holds
+// llama.cpp's outputs on them (its README.md says how they were recorded).
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "engine/forward.h"
+#include "engine/reference_outputs.h"
+#include "support/shared.h"
+
+namespace quip::engine {
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::string kFolder = std::string(QUIP_TEST_DATA_DIR) + "/synth_models";
+
+// Random-weight files answer almost uniformly, so the comparison is held
+// to far less than the F32 tolerance of ../shared/README.md: quip computes
+// these F32 files as llama.cpp does, within the rounding of the file's six
+// decimals (5e-7).
+constexpr double kTolerance = 1e-5;
+
+struct Synthesized {
+  fs::path path;
+  std::unique_ptr<gguf::GgufFile> file;
+  std::unique_ptr<Model> model;
+};
+
+// quip-synth's file of `shape`, with `options` (its flags, "" for none).
+Synthesized synthesize(const std::string& shape, const std::string& options) {
+  Synthesized s;
+  s.path = fs::temp_directory_path() /
+           ("quip-synth-" + std::to_string(::getpid()) + "-" + shape + ".gguf");
+  const std::string cmd =
+      std::string(QUIP_SYNTH_BINARY) + " " + shape + " " + s.path.string() + " " + options;
+  EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  auto f = gguf::GgufFile::open(s.path.string());
+  EXPECT_TRUE(f.ok()) << f.error().message;
+  if (!f.ok()) return s;
+  s.file = std::make_unique<gguf::GgufFile>(std::move(*f));
+  auto m = Model::bind(*s.file);
+  EXPECT_TRUE(m.ok()) << m.error().message;
+  if (m.ok()) s.model = std::make_unique<Model>(std::move(*m));
+  return s;
+}
+
+// The context the references were recorded with: it chooses LongRoPE's
+// factors (long beyond the file's original context, short within it).
+constexpr size_t kReferenceContext = 4096;
+
+reference::Comparison compare(const Model& model, const std::string& name,
+                              size_t n_ctx = kReferenceContext) {
+  return reference::compare_teacher_forced(
+      name,
+      [&] {
+        ForwardOptions o;
+        o.n_threads = 2;
+        o.isa = kernels::detected_isa();
+        o.n_ctx = n_ctx;
+        auto fwd = std::make_shared<Forward>(model, o);
+        return [fwd](std::span<const int32_t> tokens) { return fwd->eval(tokens); };
+      },
+      kFolder);
+}
+
+// The reference's models whose options start with `prefix` ("": all).
+std::vector<std::string> cases(std::string_view prefix = "") {
+  const nlohmann::json ref =
+      nlohmann::json::parse(testing::read_file(fs::path(kFolder) / "reference.json"));
+  std::vector<std::string> names;
+  for (const auto& m : ref.at("models")) {
+    if (m.at("options").get<std::string>().starts_with(prefix)) names.push_back(m.at("model"));
+  }
+  return names;
+}
+
+// The RoPE scaling of an entry whose options are "--rope-scaling SCALING".
+std::string scaling_of(const nlohmann::json& entry) {
+  return entry.at("options").get<std::string>().substr(std::string("--rope-scaling ").size());
+}
+
+class SynthModels : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(SynthModels, MatchLlamaCpp) {
+  const auto& entry = reference::reference_entry(GetParam(), kFolder);
+  const Synthesized s = synthesize(entry.at("shape"), entry.at("options"));
+  ASSERT_TRUE(s.model);
+  const reference::Comparison c = compare(*s.model, GetParam());
+  EXPECT_LE(c.worst, kTolerance) << "largest difference at " << c.where;
+  EXPECT_EQ(c.argmax_misses, 0u);
+  fs::remove(s.path);
+}
+
+class RopeScaled : public ::testing::TestWithParam<std::string> {};
+
+// The same file without its scaling keys, and a YaRN file read as linear
+// scaling by the same factor, miss the reference by far more than the
+// tolerance: the cases test the scaling, not only the model.
+TEST_P(RopeScaled, IsMissedWithoutTheScalingOrWithAnother) {
+  const auto& entry = reference::reference_entry(GetParam(), kFolder);
+  const std::string scaling = scaling_of(entry);
+  std::vector<std::string> others = {""};
+  if (scaling.starts_with("yarn:")) {
+    const std::string factor = scaling.substr(5, scaling.find(':', 5) - 5);
+    others.push_back("--rope-scaling linear:" + factor);
+  }
+  for (const std::string& other : others) {
+    SCOPED_TRACE(other);
+    const Synthesized s = synthesize(entry.at("shape"), other);
+    ASSERT_TRUE(s.model);
+    const double worst = compare(*s.model, GetParam()).worst;
+    EXPECT_GT(worst, 100 * kTolerance);
+    fs::remove(s.path);
+  }
+}
+
+// LongRoPE: the same file computed with the factors of the other side of
+// its original context misses too, so the cases test the choice.
+class LongRope : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(LongRope, IsMissedWithTheOtherFactors) {
+  const auto& entry = reference::reference_entry(GetParam(), kFolder);
+  const Synthesized s = synthesize(entry.at("shape"), entry.at("options"));
+  ASSERT_TRUE(s.model);
+  const size_t original = s.model->hparams().n_ctx_orig;
+  ASSERT_TRUE(s.model->long_rope());
+  const bool long_factors = kReferenceContext > original;
+  EXPECT_EQ(s.model->kv_variant(kReferenceContext), long_factors ? "rope_factors_long" : "");
+  const size_t other_context = long_factors ? original : original + 1;
+  EXPECT_NE(s.model->kv_variant(other_context), s.model->kv_variant(kReferenceContext));
+  EXPECT_GT(compare(*s.model, GetParam(), other_context).worst, 100 * kTolerance);
+  fs::remove(s.path);
+}
+
+std::string test_name(const ::testing::TestParamInfo<std::string>& param) {
+  std::string name = param.param;
+  for (char& ch : name) {
+    if (ch == '-' || ch == ' ' || ch == ':' || ch == '.') ch = '_';
+  }
+  for (size_t at; (at = name.find("__")) != std::string::npos;) name.erase(at, 1);
+  return name;
+}
+
+INSTANTIATE_TEST_SUITE_P(Synth, SynthModels, ::testing::ValuesIn(cases()), test_name);
+INSTANTIATE_TEST_SUITE_P(Synth, RopeScaled, ::testing::ValuesIn(cases("--rope-scaling ")),
+                         test_name);
+INSTANTIATE_TEST_SUITE_P(Synth, LongRope, ::testing::ValuesIn(cases("--rope-scaling longrope:")),
+                         test_name);
+
+}  // namespace
+}  // namespace quip::engine
