@@ -8,7 +8,10 @@
 //
 // SHAPE: tiny (a 2-layer llama, n_embd 64, F32 by default), tiny-qwen2 and
 // tiny-qwen3 (the same sizes with Q/K/V biases or Q/K norms), tiny-phi3
-// (fused Q/K/V and gate/up, rotation over 12 of 16 dimensions), qwen2.5-0.5b,
+// (fused Q/K/V and gate/up, rotation over 12 of 16 dimensions), tiny-glm4
+// (fused gate/up, norms after each branch too, rotation over 8 of 16),
+// tiny-mistral3 (llama's layers, with mistral3's keys), tiny-qwen3vl
+// (qwen3's layers, with multimodal rotation sections), qwen2.5-0.5b,
 // llama-3.2-1b, qwen2.5-7b, llama-3.1-8b, qwen3-8b, qwen2.5-14b (their
 // published hyper-parameters; llama-3.1-8b without its rope_freqs factors,
 // which change no speed). Weights are uniform with the standard deviation of
@@ -30,11 +33,13 @@
 // size. --fused-qkv writes one attn_qkv per layer instead of attn_q, attn_k
 // and attn_v; --biases writes every bias the family's llama.cpp loader
 // reads (Q/K/V in all, attention output and FFN in llama, output in
-// qwen2). --rope-scaling writes the rope.scaling keys of a long-context file;
-// longrope (phi3) writes what Phi-3's converter writes: the original
-// context, the attention factor sqrt(1 + ln(s) / ln(original)) for s =
-// context / original, and random long and short factor tensors, without a
-// rope.scaling.type.
+// qwen2). --nextn N adds N NextN (multi-token prediction) blocks, which
+// glm4 counts in block_count but never runs. --yarn-log-mul, --yarn-beta
+// and --attn-temperature write mistral3's YaRN and attention temperature
+// keys. --rope-scaling writes the rope.scaling keys of a
+// long-context file; longrope (phi3) writes what Phi-3's converter writes: the original context,
+// the attention factor sqrt(1 + ln(s) / ln(original)) for s = context / original, and random long
+// and short factor tensors, without a rope.scaling.type.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -76,6 +81,11 @@ constexpr Shape kShapes[] = {
     {"tiny-qwen3", "qwen3", 64, 2, 4, 2, 128, 512, 2048, 1e6f, 1e-6f, false, GgmlType::F32, true},
     {"tiny-phi3", "phi3", 64, 2, 4, 2, 128, 512, 8192, 10000.0f, 1e-5f, false, GgmlType::F32, false,
      12},
+    {"tiny-glm4", "glm4", 64, 2, 4, 2, 128, 512, 8192, 10000.0f, 1e-5f, false, GgmlType::F32, false,
+     8},
+    {"tiny-mistral3", "mistral3", 64, 2, 4, 2, 128, 512, 8192, 1e6f, 1e-5f, false, GgmlType::F32},
+    {"tiny-qwen3vl", "qwen3vl", 64, 2, 4, 2, 128, 512, 8192, 5e6f, 1e-6f, false, GgmlType::F32,
+     true},
     {"qwen2.5-0.5b", "qwen2", 896, 24, 14, 2, 4864, 151936, 32768, 1e6f, 1e-6f, true,
      GgmlType::Q8_0},
     {"llama-3.2-1b", "llama", 2048, 16, 32, 8, 8192, 128256, 131072, 500000.0f, 1e-5f, true,
@@ -231,6 +241,10 @@ struct Options {
   std::optional<RopeScaling> rope_scaling;
   bool fused_qkv = false;  // one attn_qkv per layer instead of attn_q/k/v
   bool biases = false;     // every bias the family's llama.cpp loader reads
+  uint32_t nextn = 0;      // NextN blocks after the layers (glm4)
+  // mistral3's keys: YaRN's log multiplier and beta values, the attention
+  // temperature; written where set.
+  std::optional<float> yarn_log_mul, yarn_beta_fast, yarn_beta_slow, attn_temperature;
 };
 
 int write_model(const Shape& s, const Options& options, const std::string& path) {
@@ -245,7 +259,8 @@ int write_model(const Shape& s, const Options& options, const std::string& path)
         weights.mix ? static_cast<uint32_t>(*weights.mix) : file_type(weights.uniform));
   w.set(k::arch_key(arch, k::kContextLength), s.n_ctx);
   w.set(k::arch_key(arch, k::kEmbeddingLength), s.n_embd);
-  w.set(k::arch_key(arch, k::kBlockCount), s.n_layer);
+  w.set(k::arch_key(arch, k::kBlockCount), s.n_layer + options.nextn);
+  if (options.nextn != 0) w.set(k::arch_key(arch, "nextn_predict_layers"), options.nextn);
   w.set(k::arch_key(arch, k::kFeedForwardLength), s.n_ff);
   w.set(k::arch_key(arch, k::kHeadCount), s.n_head);
   w.set(k::arch_key(arch, k::kHeadCountKv), s.n_head_kv);
@@ -262,6 +277,22 @@ int write_model(const Shape& s, const Options& options, const std::string& path)
   if (rope_scaling && rope_scaling->original_context != 0) {
     w.set(k::arch_key(arch, "rope.scaling.original_context_length"),
           rope_scaling->original_context);
+  }
+  if (s.arch == "qwen3vl") {
+    // Qwen3-VL's interleaved multimodal sections over the rotated pairs,
+    // and deepstack layers (image features; none for text).
+    const uint32_t pairs = n_rot / 2, h = pairs * 3 / 8;
+    w.set(k::arch_key(arch, "rope.dimension_sections"),
+          make_array(std::vector<int32_t>{static_cast<int32_t>(pairs - 2 * h),
+                                          static_cast<int32_t>(h), static_cast<int32_t>(h), 0}));
+    w.set(k::arch_key(arch, "n_deepstack_layers"), uint32_t{1});
+  }
+  for (auto [suffix, value] :
+       {std::pair{"rope.scaling.yarn_log_multiplier", options.yarn_log_mul},
+        std::pair{"rope.scaling.yarn_beta_fast", options.yarn_beta_fast},
+        std::pair{"rope.scaling.yarn_beta_slow", options.yarn_beta_slow},
+        std::pair{"attention.temperature_scale", options.attn_temperature}}) {
+    if (value) w.set(k::arch_key(arch, suffix), *value);
   }
   if (long_rope) {
     const double scale = static_cast<double>(s.n_ctx) / rope_scaling->original_context;
@@ -321,12 +352,13 @@ int write_model(const Shape& s, const Options& options, const std::string& path)
   };
 
   const uint64_t kv = uint64_t{head_dim} * s.n_head_kv;
-  const bool fused_up = s.arch == "phi3";
+  const bool fused_up = s.arch == "phi3" || s.arch == "glm4";
+  const bool post_norms = s.arch == "glm4";
   const bool fused_qkv = fused_up || options.fused_qkv;
   // llama.cpp's loaders read Q/K/V biases in every family, attention
   // output and FFN biases in llama's, and an output bias in qwen2's.
   const bool qkv_biases = s.arch == "qwen2" || options.biases;
-  const bool projection_biases = options.biases && s.arch == "llama";
+  const bool projection_biases = options.biases && (s.arch == "llama" || s.arch == "mistral3");
   matrix("token_embd.weight", 0, s.n_embd, s.n_vocab);
   ones("output_norm.weight", s.n_embd);
   if (!s.tied) matrix("output.weight", 0, s.n_embd, s.n_vocab);
@@ -335,7 +367,7 @@ int write_model(const Shape& s, const Options& options, const std::string& path)
     factors("rope_factors_long.weight", 1.0f, 2.5f);
     factors("rope_factors_short.weight", 1.0f, 0.0f);
   }
-  for (uint32_t l = 0; l < s.n_layer; ++l) {
+  for (uint32_t l = 0; l < s.n_layer + options.nextn; ++l) {
     const std::string b = "blk." + std::to_string(l) + ".";
     ones(b + "attn_norm.weight", s.n_embd);
     if (fused_qkv) {
@@ -357,6 +389,7 @@ int write_model(const Shape& s, const Options& options, const std::string& path)
     }
     matrix(b + "attn_output.weight", l, s.n_embd, s.n_embd);
     if (projection_biases) small(b + "attn_output.bias", s.n_embd);
+    if (post_norms) ones(b + "post_attention_norm.weight", s.n_embd);
     ones(b + "ffn_norm.weight", s.n_embd);
     if (fused_up) {
       matrix(b + "ffn_up.weight", l, s.n_embd, 2 * uint64_t{s.n_ff});
@@ -370,6 +403,12 @@ int write_model(const Shape& s, const Options& options, const std::string& path)
       small(b + "ffn_up.bias", s.n_ff);
       small(b + "ffn_down.bias", s.n_embd);
     }
+    if (post_norms) ones(b + "post_ffw_norm.weight", s.n_embd);
+    if (l >= s.n_layer) {  // a NextN block's own tensors
+      matrix(b + "nextn.eh_proj.weight", l, 2 * uint64_t{s.n_embd}, s.n_embd);
+      ones(b + "nextn.enorm.weight", s.n_embd);
+      ones(b + "nextn.hnorm.weight", s.n_embd);
+    }
   }
   if (auto r = w.write(path); !r) {
     std::fprintf(stderr, "quip-synth: %s\n", r.error().message.c_str());
@@ -381,10 +420,14 @@ int write_model(const Shape& s, const Options& options, const std::string& path)
 int usage() {
   std::fputs(
       "usage: quip-synth SHAPE OUT.gguf [--type TYPE | --mix FTYPE] [--seed N] [--fused-qkv]\n"
-      "                  [--biases]\n"
+      "                  [--biases] [--nextn N] [--yarn-log-mul X] [--yarn-beta FAST:SLOW]\n"
+      "                  [--attn-temperature SCALE]\n"
       "                  [--rope-scaling linear:FACTOR | yarn:FACTOR[:ORIGINAL_CONTEXT] |\n"
       "                                  longrope:ORIGINAL_CONTEXT]\n"
-      "SHAPE: tiny, tiny-qwen2, tiny-qwen3, tiny-phi3, qwen2.5-0.5b, llama-3.2-1b, qwen2.5-7b, "
+      "SHAPE: tiny, tiny-qwen2, tiny-qwen3, tiny-phi3, tiny-glm4, tiny-mistral3, tiny-qwen3vl,\n"
+      "       qwen2.5-0.5b, "
+      "llama-3.2-1b, "
+      "qwen2.5-7b, "
       "llama-3.1-8b, qwen3-8b, qwen2.5-14b\n"
       "TYPE: f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 iq4_nl q2_k q3_k q4_k q5_k q6_k iq4_xs "
       "(every matrix), q4_k_m q5_k_m (mixes)\n"
@@ -419,6 +462,33 @@ int main(int argc, char** argv) {
     }
     if (i + 1 >= argc) return usage();
     const std::string_view value = argv[i + 1];
+    const auto number = [&](std::optional<float>* out) {
+      char* end = nullptr;
+      *out = std::strtof(argv[i + 1], &end);
+      return !value.empty() && *end == '\0' && std::isfinite(**out);
+    };
+    if (flag == "--yarn-log-mul" || flag == "--attn-temperature") {
+      if (!number(flag == "--attn-temperature" ? &options.attn_temperature
+                                               : &options.yarn_log_mul)) {
+        return usage();
+      }
+      continue;
+    }
+    if (flag == "--yarn-beta") {  // FAST:SLOW
+      char* end = nullptr;
+      options.yarn_beta_fast = std::strtof(argv[i + 1], &end);
+      if (*end != ':') return usage();
+      const char* slow = end + 1;
+      options.yarn_beta_slow = std::strtof(slow, &end);
+      if (end == slow || *end != '\0') return usage();
+      continue;
+    }
+    if (flag == "--nextn") {
+      char* end = nullptr;
+      options.nextn = static_cast<uint32_t>(std::strtoul(argv[i + 1], &end, 10));
+      if (value.empty() || *end != '\0' || options.nextn > 8) return usage();
+      continue;
+    }
     if (flag == "--type") {
       const std::optional<GgmlType> t = quip::gguf::type_from_name(value);
       const std::optional<quip::gguf::FileMix> mix = quip::gguf::file_mix_from_name(value);

@@ -248,7 +248,9 @@ Json computed_json(const Summary& s) {
               {"attn_softcap", value_or_null(hp.attn_softcap)},
               {"final_softcap", value_or_null(hp.final_softcap)},
               {"embedding_scale", value_or_null(hp.embedding_scale)},
-              {"query_scale", value_or_null(hp.query_scale)}};
+              {"query_scale", value_or_null(hp.query_scale)},
+              {"attn_temperature_scale", value_or_null(hp.attn_temp_scale)},
+              {"nextn_blocks", hp.n_block - hp.n_layer}};
 }
 
 template <class T>
@@ -378,6 +380,15 @@ void print_text(const GgufFile& f, const Summary& s, bool list_tensors, std::ost
               " of " + std::to_string(hp.n_layer) + " layers (pattern " +
               std::to_string(hp.window_pattern) + "; rope base " + g(hp.rope_sliding.base) +
               ", angles x " + g(hp.rope_sliding.freq_scale) + ")");
+    }
+    if (hp.attn_temp_scale != 0) {
+      row("temperature", "queries x 1 + " + g(hp.attn_temp_scale) + " ln(floor(position / " +
+                             std::to_string(hp.n_ctx_orig) + ") + 1)");
+    }
+    if (hp.n_block != hp.n_layer) {
+      row("nextn blocks", std::to_string(hp.n_block - hp.n_layer) + " after the " +
+                              std::to_string(hp.n_layer) +
+                              " layers, not run (multi-token prediction)");
     }
     if (hp.attn_softcap != 0 || hp.final_softcap != 0) {
       row("soft caps", "attention " + (hp.attn_softcap != 0 ? g(hp.attn_softcap) : "-") +

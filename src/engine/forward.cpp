@@ -36,6 +36,7 @@ Forward::Forward(const Model& model, const ForwardOptions& options)
       output_norm_(vector_of(model.output_norm())),
       output_bias_(vector_of(model.output_bias())),
       freq_factors_(vector_of(model.rope_factors(options.n_ctx))),
+      pairs_at_origin_(model.hparams().pairs_at_origin()),
       cache_(model.hparams().n_layer, model.hparams().n_head_kv * model.hparams().head_dim),
       sliding_table_(hp_.window != 0 && !(hp_.rope_sliding == hp_.rope) ? 1 : 0) {
   for (const Layer& l : model.layers()) layers_.emplace_back(l);
@@ -104,7 +105,8 @@ void Forward::rope_tables(size_t n, size_t pos0) {
     for (size_t t = 0; t < n; ++t) {
       ops::rope_angles(pos0 + t, rope, hp_.n_rot,
                        freq_factors_.empty() ? nullptr : freq_factors_.data(),
-                       cos_[table].data() + t * half, sin_[table].data() + t * half);
+                       cos_[table].data() + t * half, sin_[table].data() + t * half,
+                       pairs_at_origin_.empty() ? nullptr : pairs_at_origin_.data());
     }
   }
 }
@@ -169,6 +171,10 @@ void Forward::layer(uint32_t il, size_t n, size_t pos0) {
       }
       if (m_.arch().scale_queries) {
         for (size_t i = 0; i < q_dim; ++i) q[i] *= hp_.query_scale;
+      }
+      if (hp_.attn_temp_scale != 0) {
+        const float temperature = hp_.query_temperature(pos0 + t);
+        for (size_t i = 0; i < q_dim; ++i) q[i] *= temperature;
       }
       for (uint32_t h = 0; h < hp_.n_head_kv; ++h) {
         if (!lv.k_norm.empty() && !whole)

@@ -100,6 +100,7 @@ class Forward {
   std::unique_ptr<kernels::ThreadPool> pool_;
   std::vector<LayerVectors> layers_;
   std::vector<float> output_norm_, output_bias_, freq_factors_;
+  std::vector<uint8_t> pairs_at_origin_;  // Hparams::pair_at_origin, or empty
   KvCache cache_;
 
   // Scratch, sized for max_batch tokens.

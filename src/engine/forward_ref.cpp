@@ -342,6 +342,7 @@ ReferenceForward::ReferenceForward(const Model& model, size_t n_ctx)
       output_norm_(vector_of(model.output_norm())),
       output_bias_(vector_of(model.output_bias())),
       freq_factors_(vector_of(model.rope_factors(n_ctx))),
+      pairs_at_origin_(model.hparams().pairs_at_origin()),
       k_cache_(model.hparams().n_layer),
       v_cache_(model.hparams().n_layer) {
   for (const Layer& l : model.layers()) layers_.emplace_back(l);
@@ -371,8 +372,8 @@ std::span<const float> ReferenceForward::step(int32_t token) {
     // A sliding layer's rotation may have its own base and scale.
     std::vector<float> cos(hp.n_rot / 2), sin(hp.n_rot / 2);
     ops::rope_angles(pos_, hp.rope_of(il), hp.n_rot,
-                     freq_factors_.empty() ? nullptr : freq_factors_.data(), cos.data(),
-                     sin.data());
+                     freq_factors_.empty() ? nullptr : freq_factors_.data(), cos.data(), sin.data(),
+                     pairs_at_origin_.empty() ? nullptr : pairs_at_origin_.data());
 
     // Attention block.
     std::vector<float> h = x;
@@ -411,6 +412,10 @@ std::span<const float> ReferenceForward::step(int32_t token) {
     }
     if (m_.arch().scale_queries) {
       for (float& e : q) e *= hp.query_scale;
+    }
+    if (hp.attn_temp_scale != 0) {
+      const float temperature = hp.query_temperature(pos_);
+      for (float& e : q) e *= temperature;
     }
     // The cache holds half precision, as llama.cpp's (F16) does.
     for (float e : k) k_cache_[il].push_back(kernels::f32_to_f16(e));

@@ -37,6 +37,7 @@ class ReferenceForward {
   const Model& m_;
   std::vector<LayerVectors> layers_;
   std::vector<float> output_norm_, output_bias_, freq_factors_;
+  std::vector<uint8_t> pairs_at_origin_;  // Hparams::pair_at_origin, or empty
   size_t pos_ = 0;
   // KV cache, half precision: (layer, position, n_head_kv * head_dim), grown as tokens come.
   std::vector<std::vector<uint16_t>> k_cache_, v_cache_;

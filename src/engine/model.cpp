@@ -1,6 +1,7 @@
 #include "engine/model.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 
 #include "base/text.h"
@@ -52,19 +53,40 @@ constexpr ArchSpec kArchs[] = {
      .final_softcap = 0.0f,
      .wide_query_scale_layers = 62,
      .sliding = SlidingWindow{.default_window = 0, .default_pattern = 6}},
+    {.name = "mistral3", .projection_biases = true, .yarn_keys = true, .attn_temperature = true},
+    {.name = "glm4",
+     .fused_gate_up = true,
+     .post_norms = true,
+     .nextn = true,
+     .rope_sections = ArchSpec::Sections::RefusedWhereSet},
+    {.name = "qwen3vl",
+     .rope = RopeStyle::NeoX,
+     .qk_norm = true,
+     .rope_sections = ArchSpec::Sections::Required},
 };
+
+// Whether tensor `name` belongs to a NextN block (blk.N. with N at or past
+// n_layer, below n_block).
+bool in_nextn_block(std::string_view name, const Hparams& hp) {
+  if (hp.n_block == hp.n_layer || !name.starts_with("blk.")) return false;
+  uint32_t block = 0;
+  const char* end = name.data() + name.size();
+  const auto [at, ec] = std::from_chars(name.data() + 4, end, block);
+  return ec == std::errc() && at != end && *at == '.' && block >= hp.n_layer && block < hp.n_block;
+}
 
 // YaRN's correction range (ggml_rope_yarn_corr_dims): the pairs whose
 // wavelength spans between beta_fast (32) and beta_slow (1) rotations over
-// the original context, as llama.cpp's defaults for these families.
-void yarn_correction(RopeFrequencies& rope, uint32_t n_rot, uint32_t n_ctx_orig) {
+// the original context (llama.cpp's defaults 32 and 1, or the file's).
+void yarn_correction(RopeFrequencies& rope, const Hparams& hp) {
+  const uint32_t n_rot = hp.n_rot, n_ctx_orig = hp.n_ctx_orig;
   const auto dim = [&](float rotations) {
     return static_cast<float>(n_rot) *
            std::log(static_cast<float>(n_ctx_orig) / (rotations * 2 * static_cast<float>(M_PI))) /
            (2 * std::log(rope.base));
   };
-  rope.corr_low = std::max(0.0f, std::floor(dim(32.0f)));
-  rope.corr_high = std::min(static_cast<float>(n_rot - 1), std::ceil(dim(1.0f)));
+  rope.corr_low = std::max(0.0f, std::floor(dim(hp.yarn_beta_fast)));
+  rope.corr_high = std::min(static_cast<float>(n_rot - 1), std::ceil(dim(hp.yarn_beta_slow)));
 }
 
 // The keys of rotation, attention and output that change the computation:
@@ -116,13 +138,41 @@ Result<void> read_attention_keys(const gguf::GgufFile& f, const ArchSpec& spec,
   if (auto r = read("rope.scaling.original_context_length", &hp.n_ctx_orig, hp.n_ctx_train); !r) {
     return r.error();
   }
+  float log_mul = 0;  // mistral3's yarn_log_multiplier (DeepSeek's mscale_all_dim)
+  if (spec.yarn_keys) {
+    for (auto [suffix, out, fallback] :
+         {std::tuple{"rope.scaling.yarn_beta_fast", &hp.yarn_beta_fast, 32.0f},
+          std::tuple{"rope.scaling.yarn_beta_slow", &hp.yarn_beta_slow, 1.0f},
+          std::tuple{"rope.scaling.yarn_log_multiplier", &log_mul, 0.0f}}) {
+      if (auto r = read(suffix, out, fallback); !r) return r.error();
+      if (!std::isfinite(*out)) return Error{prefix + key(suffix) + " is not a finite number"};
+    }
+  }
+  if (spec.attn_temperature) {
+    if (auto r = read("attention.temperature_scale", &hp.attn_temp_scale, 0.0f); !r) {
+      return r.error();
+    }
+    if (!std::isfinite(hp.attn_temp_scale)) {
+      return Error{prefix + key("attention.temperature_scale") + " is not a finite number"};
+    }
+    if (hp.attn_temp_scale != 0 && hp.n_ctx_orig == 0) {
+      return Error{prefix + "an attention temperature needs an original context (" +
+                   key("rope.scaling.original_context_length") + ")"};
+    }
+  }
   if (kind == "yarn") {
-    // llama.cpp's context setup: YaRN's magnitude 1 + 0.1 ln(factor), which
-    // rope_yarn applies, divided out again (and a factor <= 1 none), times
-    // the file's attn_factor; in its float steps.
+    // llama.cpp's context setup: YaRN's magnitude 1 + 0.1 ln(factor) (over
+    // 1 + 0.1 log_mul ln(factor) with a log multiplier), which rope_yarn
+    // applies, divided out again (and a factor <= 1 none), times the
+    // file's attn_factor; in its float steps.
     const float yarn_factor = 1.0f / hp.rope.freq_scale;
+    const auto magnitude_of = [&](float mscale) {
+      return yarn_factor <= 1.0f ? 1.0f : 0.1f * mscale * std::log(yarn_factor) + 1.0f;
+    };
     const float magnitude = std::fma(0.1f, std::log(yarn_factor), 1.0f);
-    hp.rope.mscale = (yarn_factor <= 1.0f ? 1.0f : magnitude) * (1.0f / magnitude) * attn_factor;
+    const float applied = log_mul != 0 ? magnitude_of(1.0f) / magnitude_of(log_mul)
+                                       : (yarn_factor <= 1.0f ? 1.0f : magnitude);
+    hp.rope.mscale = applied * (1.0f / magnitude) * attn_factor;
     hp.rope.ext_factor = 1.0f;
   }
 
@@ -132,6 +182,37 @@ Result<void> read_attention_keys(const gguf::GgufFile& f, const ArchSpec& spec,
     return Error{prefix + "value heads of " + std::to_string(value_length) + " (" +
                  key("attention.value_length") + ") differ from key heads of " +
                  std::to_string(hp.head_dim) + ": not supported yet"};
+  }
+
+  if (spec.rope_sections == ArchSpec::Sections::Required) {
+    auto sections = f.get_array(key("rope.dimension_sections"), gguf::ValueType::I32);
+    if (!sections) return sections.error();
+    const gguf::ArrayView& a = **sections;
+    int32_t sum = 0;
+    for (uint64_t i = 0; i < std::min<uint64_t>(a.length, 4); ++i) {
+      hp.rope_sections[i] = a.at<int32_t>(i);
+      if (hp.rope_sections[i] < 0) {
+        return Error{prefix + key("rope.dimension_sections") + " has a negative section"};
+      }
+      sum += hp.rope_sections[i];
+    }
+    if (sum == 0 || static_cast<uint32_t>(sum) > hp.head_dim) {
+      return Error{prefix + key("rope.dimension_sections") + " add up to " + std::to_string(sum) +
+                   ", not 1 to the head size " + std::to_string(hp.head_dim)};
+    }
+  }
+  if (spec.rope_sections == ArchSpec::Sections::RefusedWhereSet) {
+    // llama.cpp rotates by sections (multimodal RoPE) when the first two
+    // of the four are set.
+    if (f.find(key("rope.dimension_sections")) != nullptr) {
+      auto sections = f.get_array(key("rope.dimension_sections"), gguf::ValueType::I32);
+      if (!sections) return sections.error();
+      const gguf::ArrayView& a = **sections;
+      if (a.length >= 2 && a.at<int32_t>(0) > 0 && a.at<int32_t>(1) > 0) {
+        return Error{prefix + "multimodal rotation sections (" + key("rope.dimension_sections") +
+                     ") are not supported yet"};
+      }
+    }
   }
 
   hp.rope_sliding = hp.rope;
@@ -171,7 +252,7 @@ Result<void> read_attention_keys(const gguf::GgufFile& f, const ArchSpec& spec,
     if (auto r = read(suffix, out, *family_default); !r) return r.error();
   }
   for (RopeFrequencies* rope : {&hp.rope, &hp.rope_sliding}) {
-    if (rope->ext_factor != 0.0f) yarn_correction(*rope, hp.n_rot, hp.n_ctx_orig);
+    if (rope->ext_factor != 0.0f) yarn_correction(*rope, hp);
   }
   if (!std::isfinite(hp.attn_softcap) || !std::isfinite(hp.final_softcap)) {
     return Error{prefix + "a soft-capping value is not a finite number"};
@@ -208,8 +289,8 @@ Result<Model> Model::bind(const gguf::GgufFile& f) {
   if (m.arch_ == nullptr) {
     return Error{
         prefix + "architecture '" + printable(*arch) +
-        "' is not supported (quip runs llama, qwen2, qwen3, gemma2, gemma3, phi3, olmo2, granite "
-        "and smollm3)"};
+        "' is not supported (quip runs llama, qwen2, qwen3, gemma2, gemma3, phi3, olmo2, granite, "
+        "smollm3, mistral3, glm4 and qwen3vl)"};
   }
   const auto key = [&](std::string_view suffix) { return k::arch_key(*arch, suffix); };
   const auto u32 = [&](std::string_view suffix, uint32_t* out,
@@ -231,6 +312,16 @@ Result<Model> Model::bind(const gguf::GgufFile& f) {
   }
   if (hp.n_head == 0 || hp.n_embd == 0 || hp.n_layer == 0) {
     return Error{prefix + "n_embd, n_layer and n_head must be positive"};
+  }
+  hp.n_block = hp.n_layer;
+  if (m.arch_->nextn) {
+    uint32_t nextn = 0;
+    if (auto r = u32("nextn_predict_layers", &nextn, 0); !r) return r.error();
+    if (nextn >= hp.n_block) {
+      return Error{prefix + key("nextn_predict_layers") + " " + std::to_string(nextn) +
+                   " leaves no layer of the " + std::to_string(hp.n_block) + " blocks to run"};
+    }
+    hp.n_layer = hp.n_block - nextn;
   }
   if (auto r = u32(k::kHeadCountKv, &hp.n_head_kv, hp.n_head); !r) return r.error();
   if (auto r = u32(k::kKeyLength, &hp.head_dim, hp.n_embd / hp.n_head); !r) return r.error();
@@ -366,11 +457,12 @@ Result<Model> Model::bind(const gguf::GgufFile& f) {
     }
   }
   // A tensor quip does not read (a bias, a factor, a block it does not
-  // run) would change llama.cpp's result, which refuses such a file too.
+  // run) would change llama.cpp's result, which refuses such a file too;
+  // only the NextN blocks' are never read, as llama.cpp skips them.
   if (bound.size() != f.tensors().size()) {
     std::sort(bound.begin(), bound.end());
     for (const gguf::TensorInfo& t : f.tensors()) {
-      if (!std::binary_search(bound.begin(), bound.end(), &t)) {
+      if (!std::binary_search(bound.begin(), bound.end(), &t) && !in_nextn_block(t.name, hp)) {
         return Error{prefix + "tensor '" + printable(t.name) + "' is not one that quip's " +
                      std::string(*arch) + " reads: not supported"};
       }

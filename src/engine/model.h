@@ -4,6 +4,7 @@
 // there.
 #pragma once
 
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <optional>
@@ -91,6 +92,20 @@ struct ArchSpec {
   // Sliding windows, where the family's loader reads
   // attention.sliding_window at all.
   std::optional<SlidingWindow> sliding = {};
+  // mistral3: YaRN's rope.scaling.yarn_beta_fast/slow and
+  // yarn_log_multiplier, and attention.temperature_scale (Hparams).
+  bool yarn_keys = false;
+  bool attn_temperature = false;
+  // glm4: nextn_predict_layers blocks (multi-token prediction) at the end,
+  // counted in block_count but never run, as llama.cpp skips them.
+  bool nextn = false;
+  // rope.dimension_sections, the position of each part of a multimodal
+  // rotation: glm4 reads them and turns to multimodal rotation where they
+  // are set (refused until quip computes it); qwen3vl requires them, and
+  // since a text token's position is the same in every section, its
+  // rotation is then NeoX's (quip reads text only).
+  enum class Sections { Unread, RefusedWhereSet, Required };
+  Sections rope_sections = Sections::Unread;
 };
 
 // The spec of `arch`, or nullptr for an architecture quip does not run.
@@ -138,6 +153,8 @@ struct RopeFrequencies {
 struct Hparams {
   uint32_t n_embd = 0, n_layer = 0, n_head = 0, n_head_kv = 0, head_dim = 0, n_ff = 0;
   uint32_t n_vocab = 0, n_ctx_train = 0, n_rot = 0;
+  // The blocks of the file, n_layer run and the NextN blocks after them.
+  uint32_t n_block = 0;
   // The context the rotation was trained for before it was stretched
   // (rope.scaling.original_context_length; n_ctx_train without it): YaRN's
   // range, and LongRoPE's choice of factors.
@@ -153,6 +170,16 @@ struct Hparams {
   float query_scale = 0;
   // Soft caps, 0 where none: attention scores c * tanh(s / c), logits likewise.
   float attn_softcap = 0, final_softcap = 0;
+  // YaRN's correction range: the pairs turning between beta_fast and
+  // beta_slow times over the original context.
+  float yarn_beta_fast = 32.0f, yarn_beta_slow = 1.0f;
+  // qwen3vl's interleaved multimodal rotation sections (t, h, w, e),
+  // all 0 elsewhere: text tokens sit at their position in the first three,
+  // at 0 in the fourth (llama.cpp's llm_graph_input_pos).
+  std::array<int32_t, 4> rope_sections{};
+  // Attention temperature (Llama 4, Ministral 3), 0: none: the query at
+  // position p times 1 + attn_temp_scale ln(floor(p / n_ctx_orig) + 1).
+  float attn_temp_scale = 0;
   // Sliding-window attention: a sliding layer's query at position p sees
   // p - window + 1..p. 0: none.
   uint32_t window = 0, window_pattern = 0;
@@ -168,6 +195,27 @@ struct Hparams {
   }
   uint32_t window_of(uint32_t il) const { return slides(il) ? window : 0; }
   const RopeFrequencies& rope_of(uint32_t il) const { return slides(il) ? rope_sliding : rope; }
+  // For each rotated pair, whether a text token turns it as position 0
+  // does: its sector (the pair's index modulo the sections' sum) falls in
+  // no interleaved t, h or w section (ggml_mrope_cache_init's imrope).
+  // Empty without sections.
+  std::vector<uint8_t> pairs_at_origin() const {
+    const int32_t sum = rope_sections[0] + rope_sections[1] + rope_sections[2] + rope_sections[3];
+    if (sum == 0) return {};
+    std::vector<uint8_t> at_origin(n_rot / 2);
+    for (uint32_t i = 0; i < n_rot / 2; ++i) {
+      const int32_t sector = static_cast<int32_t>(i) % sum;
+      at_origin[i] = sector < 3 * rope_sections[static_cast<size_t>(sector % 3)] ? 0 : 1;
+    }
+    return at_origin;
+  }
+  // The queries' factor at position `pos` (1 without a temperature), in
+  // llama.cpp's steps (llm_graph_input_attn_temp).
+  float query_temperature(size_t pos) const {
+    if (attn_temp_scale == 0) return 1.0f;
+    const float blocks = std::floor(static_cast<float>(pos) / static_cast<float>(n_ctx_orig));
+    return static_cast<float>(std::log(blocks + 1.0) * attn_temp_scale + 1.0);
+  }
   float attention_scale_or_default() const {
     return attention_scale != 0 ? attention_scale : 1.0f / std::sqrt(static_cast<float>(head_dim));
   }

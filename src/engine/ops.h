@@ -36,7 +36,8 @@ inline void rms_norm(const float* x, const float* weight, float* out, size_t n, 
 // by ~1e-5 at later positions, which the test models notice), and the mix
 // a * (1 - r) + b * r fused as GCC builds ggml.
 inline void rope_angles(size_t pos, const RopeFrequencies& rope, uint32_t n_rot,
-                        const float* freq_factors, float* cos_out, float* sin_out) {
+                        const float* freq_factors, float* cos_out, float* sin_out,
+                        const uint8_t* at_origin = nullptr) {
   const float theta_scale = std::pow(rope.base, -2.0f / static_cast<float>(n_rot));
   float mscale = rope.mscale;
   if (rope.ext_factor != 0.0f) {
@@ -44,7 +45,10 @@ inline void rope_angles(size_t pos, const RopeFrequencies& rope, uint32_t n_rot,
   }
   float theta = static_cast<float>(pos);
   for (uint32_t i = 0; i < n_rot / 2; ++i, theta *= theta_scale) {
-    const float extrap = freq_factors != nullptr ? theta / freq_factors[i] : theta;
+    // A pair at the origin turns as position 0 would (ggml's multimodal
+    // sections whose position a text token leaves at 0).
+    const float turned = at_origin != nullptr && at_origin[i] ? 0.0f : theta;
+    const float extrap = freq_factors != nullptr ? turned / freq_factors[i] : turned;
     const float interp = rope.freq_scale * extrap;
     float t = interp;
     if (rope.ext_factor != 0.0f) {

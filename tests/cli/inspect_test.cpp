@@ -163,6 +163,41 @@ TEST(InspectText, NamesTheRopeScaling) {
   EXPECT_EQ(computed.at("rope_original_context"), 1024);
 }
 
+// glm4's NextN blocks: counted in the file, shown as not run.
+TEST(InspectText, ShowsNextNBlocks) {
+  testing::TempDir dir;
+  const std::string path = (dir.path() / "glm4.gguf").string();
+  ASSERT_EQ(testing::run_command({QUIP_SYNTH_BINARY, "tiny-glm4", path, "--nextn", "1"}).status, 0);
+  const RunResult r = run_quip({"inspect", path});
+  ASSERT_EQ(r.status, kExitOk) << r.err;
+  EXPECT_EQ(text_row(r.out, "layers"), "3") << r.out;
+  EXPECT_EQ(text_row(r.out, "nextn blocks"),
+            "1 after the 2 layers, not run (multi-token prediction)")
+      << r.out;
+  const RunResult j = run_quip({"inspect", "--json", path});
+  ASSERT_EQ(j.status, kExitOk) << j.err;
+  EXPECT_EQ(nlohmann::json::parse(j.out).at("summary").at("computed").at("nextn_blocks"), 1);
+}
+
+// mistral3's attention temperature, with the context it counts in.
+TEST(InspectText, ShowsTheAttentionTemperature) {
+  testing::TempDir dir;
+  const std::string path = (dir.path() / "mistral3.gguf").string();
+  ASSERT_EQ(testing::run_command({QUIP_SYNTH_BINARY, "tiny-mistral3", path, "--rope-scaling",
+                                  "yarn:16:64", "--attn-temperature", "0.1"})
+                .status,
+            0);
+  const RunResult r = run_quip({"inspect", path});
+  ASSERT_EQ(r.status, kExitOk) << r.err;
+  EXPECT_EQ(text_row(r.out, "temperature"), "queries x 1 + 0.1 ln(floor(position / 64) + 1)")
+      << r.out;
+  const RunResult j = run_quip({"inspect", "--json", path});
+  ASSERT_EQ(j.status, kExitOk) << j.err;
+  const auto computed = nlohmann::json::parse(j.out).at("summary").at("computed");
+  EXPECT_NEAR(computed.at("attn_temperature_scale").get<double>(), 0.1, 1e-7);
+  EXPECT_EQ(computed.at("rope_scaling"), "yarn");
+}
+
 TEST(InspectText, WrittenFileShowsItsValues) {
   TempDir dir;
   const fs::path path = dir / "every-type.gguf";

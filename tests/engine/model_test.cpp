@@ -16,7 +16,7 @@
 namespace quip::engine {
 namespace {
 
-// A one-layer model of `arch` (llama, gemma2 or gemma3: n_embd 64, 4
+// A one-layer model of `arch` (llama, gemma2, gemma3, glm4 or qwen3vl: n_embd 64, 4
 // heads, 2 key/value heads) with zero weights, its metadata extended by
 // `extra`.
 std::vector<std::byte> tiny_model(const std::string& arch,
@@ -43,14 +43,18 @@ std::vector<std::byte> tiny_model(const std::string& arch,
   zeros("blk.0.attn_v.weight", {64, 32});
   zeros("blk.0.attn_output.weight", {64, 64});
   zeros("blk.0.ffn_norm.weight", {64});
-  zeros("blk.0.ffn_gate.weight", {64, 128});
-  zeros("blk.0.ffn_up.weight", {64, 128});
+  if (arch == "glm4") {  // one ffn_up holding the gate's rows and the up's
+    zeros("blk.0.ffn_up.weight", {64, 256});
+  } else {
+    zeros("blk.0.ffn_gate.weight", {64, 128});
+    zeros("blk.0.ffn_up.weight", {64, 128});
+  }
   zeros("blk.0.ffn_down.weight", {128, 64});
-  if (arch != "llama") {  // the Gemmas' norms of the branch outputs
+  if (arch.starts_with("gemma") || arch == "glm4") {  // the norms of the branch outputs
     zeros("blk.0.post_attention_norm.weight", {64});
     zeros("blk.0.post_ffw_norm.weight", {64});
   }
-  if (arch == "gemma3") {
+  if (arch == "gemma3" || arch == "qwen3vl") {
     zeros("blk.0.attn_q_norm.weight", {16});
     zeros("blk.0.attn_k_norm.weight", {16});
   }
@@ -199,6 +203,48 @@ TEST(ModelBind, ReadsYarnScaling) {
 
 // The Gemmas' sliding windows, rotations, soft caps and scales, as
 // llama.cpp's loaders read them, with and without their keys.
+// glm4 rotates by sections (multimodal RoPE) when the first two of
+// rope.dimension_sections are set: refused by name until quip computes it;
+// sections of zeros are plain rotation.
+TEST(ModelBind, Glm4RefusesMultimodalRotationSections) {
+  const auto sections = [](std::vector<int32_t> values) {
+    return bind_hparams("glm4", [values](gguf::GgufWriter& w) {
+      w.set("glm4.rope.dimension_sections", gguf::make_array(values));
+    });
+  };
+  ASSERT_TRUE(bind_hparams("glm4", [](gguf::GgufWriter&) {}).ok());
+  EXPECT_TRUE(sections({0, 0, 0, 0}).ok());
+  const auto refused = sections({8, 12, 12, 0});
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message.find("glm4.rope.dimension_sections"), std::string::npos)
+      << refused.error().message;
+  // llama's loader does not read the key, so neither does quip's llama.
+  EXPECT_TRUE(
+      bind_hparams("llama", [](gguf::GgufWriter& w) {
+        w.set("llama.rope.dimension_sections", gguf::make_array(std::vector<int32_t>{8, 12}));
+      }).ok());
+}
+
+// qwen3vl requires its rotation sections, as llama.cpp's loader: which
+// pairs a text token turns as position 0 follows from them.
+TEST(ModelBind, Qwen3vlRequiresItsRotationSections) {
+  const auto missing = bind_hparams("qwen3vl", [](gguf::GgufWriter&) {});
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.error().message.find("qwen3vl.rope.dimension_sections"), std::string::npos)
+      << missing.error().message;
+  const auto read = bind_hparams("qwen3vl", [](gguf::GgufWriter& w) {
+    w.set("qwen3vl.rope.dimension_sections", gguf::make_array(std::vector<int32_t>{2, 3, 3, 0}));
+  });
+  ASSERT_TRUE(read.ok()) << read.error().message;
+  // Sectors 0-7 over the 8 pairs of a 16-wide head: t at 0 and 3, h at 1,
+  // 4 and 7, w at 2 and 5; sector 6 is in none of them (6 >= 3 * 2).
+  EXPECT_EQ(read->pairs_at_origin(), (std::vector<uint8_t>{0, 0, 0, 0, 0, 0, 1, 0}));
+  EXPECT_FALSE(bind_hparams("qwen3vl", [](gguf::GgufWriter& w) {
+                 w.set("qwen3vl.rope.dimension_sections",
+                       gguf::make_array(std::vector<int32_t>{16, 8, 0, 0}));
+               }).ok());  // more than the head
+}
+
 TEST(ModelBind, ReadsTheGemmasWindowsSoftCapsAndScales) {
   auto g2 = bind_hparams("gemma2", [](gguf::GgufWriter& w) {
     w.set("gemma2.rope.freq_base", 20000.0f);

@@ -142,6 +142,18 @@ TEST_P(LongRope, IsMissedWithTheOtherFactors) {
   fs::remove(s.path);
 }
 
+// NextN blocks (glm4's multi-token prediction) are counted in block_count
+// but not run: a file with them binds and runs its other layers only
+// (their answers are SynthModels' "tiny-glm4 --nextn" cases).
+TEST(NextN, BlocksAreCountedButNotRun) {
+  const Synthesized s = synthesize("tiny-glm4", "--nextn 2");
+  ASSERT_TRUE(s.model);
+  EXPECT_EQ(s.model->hparams().n_block, 4u);
+  EXPECT_EQ(s.model->hparams().n_layer, 2u);
+  EXPECT_EQ(s.model->layers().size(), 2u);
+  fs::remove(s.path);
+}
+
 std::string test_name(const ::testing::TestParamInfo<std::string>& param) {
   std::string name = param.param;
   for (char& ch : name) {

@@ -34,6 +34,20 @@ CASES = [
     ("tiny-qwen2", "--biases"),
     ("tiny-qwen3", "--fused-qkv"),
     ("tiny-phi3", "--biases"),
+    # glm4: fused gate/up, pre- and post-norms, half rotation; NextN blocks
+    # counted in block_count but not run.
+    ("tiny-glm4", ""),
+    ("tiny-glm4", "--nextn 1 --biases"),
+    ("tiny-glm4", "--fused-qkv --nextn 2"),
+    # mistral3 (Ministral 3): YaRN with its log multiplier and beta values,
+    # and the attention temperature past each 64 positions of the original
+    # context (the long prompt reaches position 400).
+    ("tiny-mistral3", "--rope-scaling yarn:16:64 --yarn-log-mul 1 --attn-temperature 0.1"),
+    ("tiny-mistral3", "--rope-scaling yarn:4:512 --yarn-log-mul 0.5 --yarn-beta 16:2 --biases"),
+    # qwen3vl's text model: interleaved multimodal rotation, which for text
+    # positions is NeoX rotation.
+    ("tiny-qwen3vl", ""),
+    ("tiny-qwen3vl", "--rope-scaling yarn:4:1024"),
 ]
 # A short prompt, and one of 400 byte tokens: positions where the scaled
 # and unscaled angles are far apart.
@@ -51,7 +65,7 @@ def main():
         for shape, options in CASES:
             path = os.path.join(tmp, "m.gguf")
             subprocess.run([synth, shape, path] + options.split(), check=True)
-            out = subprocess.run([ref_logprobs, path, str(N_PREDICT), f"{shape} {options}"] +
+            out = subprocess.run([ref_logprobs, path, str(N_PREDICT), f"{shape} {options}".strip()] +
                                  PROMPTS, check=True, capture_output=True).stdout
             entry = json.loads(out)
             entry["shape"], entry["options"] = shape, options
