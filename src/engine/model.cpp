@@ -302,18 +302,47 @@ Result<Model> Model::bind(const gguf::GgufFile& f) {
     return {};
   };
   Hparams& hp = m.hp_;
+  // A count that is one value or one per block (llama.cpp's
+  // get_key_or_arr). The loaders of the families quip runs build every
+  // layer from layer 0's value, so an array whose values differ is refused
+  // by name, as llama.cpp refuses the tensors of such a file.
+  const auto key_or_array = [&](std::string_view suffix, uint32_t* out,
+                                std::optional<uint32_t> fallback) -> Result<void> {
+    const gguf::Value* v = f.find(key(suffix));
+    const auto* array = v != nullptr ? std::get_if<gguf::ArrayView>(v) : nullptr;
+    if (array == nullptr) return u32(suffix, out, fallback);
+    const bool u = array->elem_type == gguf::ValueType::U32;
+    if ((!u && array->elem_type != gguf::ValueType::I32) || array->length != hp.n_block) {
+      return Error{prefix + "key '" + key(suffix) + "' is not one integer per block (" +
+                   std::to_string(hp.n_block) + ")"};
+    }
+    const auto at = [&](uint64_t i) -> int64_t {
+      return u ? int64_t{array->at<uint32_t>(i)} : int64_t{array->at<int32_t>(i)};
+    };
+    for (uint64_t i = 0; i < array->length; ++i) {
+      if (at(i) < 0 || at(i) != at(0)) {
+        return Error{prefix + "per-layer " + key(suffix) + " (" + std::to_string(at(0)) +
+                     " in layer 0, " + std::to_string(at(i)) + " in layer " + std::to_string(i) +
+                     ") is not supported for " + std::string(*arch)};
+      }
+    }
+    *out = static_cast<uint32_t>(at(0));
+    return {};
+  };
   for (auto [suffix, out, fallback] :
        {std::tuple{k::kEmbeddingLength, &hp.n_embd, std::optional<uint32_t>()},
-        std::tuple{k::kBlockCount, &hp.n_layer, std::optional<uint32_t>()},
-        std::tuple{k::kHeadCount, &hp.n_head, std::optional<uint32_t>()},
-        std::tuple{k::kFeedForwardLength, &hp.n_ff, std::optional<uint32_t>()},
+        std::tuple{k::kBlockCount, &hp.n_block, std::optional<uint32_t>()},
         std::tuple{k::kContextLength, &hp.n_ctx_train, std::optional<uint32_t>(4096)}}) {
     if (auto r = u32(suffix, out, fallback); !r) return r.error();
   }
-  if (hp.n_head == 0 || hp.n_embd == 0 || hp.n_layer == 0) {
+  for (auto [suffix, out] :
+       {std::pair{k::kHeadCount, &hp.n_head}, std::pair{k::kFeedForwardLength, &hp.n_ff}}) {
+    if (auto r = key_or_array(suffix, out, std::nullopt); !r) return r.error();
+  }
+  if (hp.n_head == 0 || hp.n_embd == 0 || hp.n_block == 0) {
     return Error{prefix + "n_embd, n_layer and n_head must be positive"};
   }
-  hp.n_block = hp.n_layer;
+  hp.n_layer = hp.n_block;
   if (m.arch_->nextn) {
     uint32_t nextn = 0;
     if (auto r = u32("nextn_predict_layers", &nextn, 0); !r) return r.error();
@@ -323,7 +352,7 @@ Result<Model> Model::bind(const gguf::GgufFile& f) {
     }
     hp.n_layer = hp.n_block - nextn;
   }
-  if (auto r = u32(k::kHeadCountKv, &hp.n_head_kv, hp.n_head); !r) return r.error();
+  if (auto r = key_or_array(k::kHeadCountKv, &hp.n_head_kv, hp.n_head); !r) return r.error();
   if (auto r = u32(k::kKeyLength, &hp.head_dim, hp.n_embd / hp.n_head); !r) return r.error();
   if (hp.n_head_kv == 0 || hp.n_head % hp.n_head_kv != 0) {
     return Error{prefix + "head_count " + std::to_string(hp.n_head) + " is not a multiple of " +

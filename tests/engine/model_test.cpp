@@ -18,16 +18,19 @@ namespace {
 
 // A one-layer model of `arch` (llama, gemma2, gemma3, glm4 or qwen3vl: n_embd 64, 4
 // heads, 2 key/value heads) with zero weights, its metadata extended by
-// `extra`.
+// `extra`; without `counts`, `extra` writes the block, head and FFN counts.
 std::vector<std::byte> tiny_model(const std::string& arch,
-                                  const std::function<void(gguf::GgufWriter&)>& extra) {
+                                  const std::function<void(gguf::GgufWriter&)>& extra,
+                                  bool counts = true) {
   gguf::GgufWriter w;
   w.set("general.architecture", arch);
   w.set(arch + ".embedding_length", uint32_t{64});
-  w.set(arch + ".block_count", uint32_t{1});
-  w.set(arch + ".feed_forward_length", uint32_t{128});
-  w.set(arch + ".attention.head_count", uint32_t{4});
-  w.set(arch + ".attention.head_count_kv", uint32_t{2});
+  if (counts) {  // else `extra` writes them
+    w.set(arch + ".block_count", uint32_t{1});
+    w.set(arch + ".feed_forward_length", uint32_t{128});
+    w.set(arch + ".attention.head_count", uint32_t{4});
+    w.set(arch + ".attention.head_count_kv", uint32_t{2});
+  }
   w.set(arch + ".context_length", uint32_t{256});
   extra(w);
   const auto zeros = [&](const char* name, std::vector<uint64_t> shape) {
@@ -63,8 +66,9 @@ std::vector<std::byte> tiny_model(const std::string& arch,
 
 // Binds the model; its hyper-parameters, or the error.
 Result<Hparams> bind_hparams(const std::string& arch,
-                             const std::function<void(gguf::GgufWriter&)>& extra) {
-  const std::vector<std::byte> bytes = tiny_model(arch, extra);
+                             const std::function<void(gguf::GgufWriter&)>& extra,
+                             bool counts = true) {
+  const std::vector<std::byte> bytes = tiny_model(arch, extra, counts);
   auto f = gguf::GgufFile::parse("m.gguf", bytes);
   if (!f) return Error{"parse: " + f.error().message};
   auto m = Model::bind(*f);
@@ -243,6 +247,38 @@ TEST(ModelBind, Qwen3vlRequiresItsRotationSections) {
                  w.set("qwen3vl.rope.dimension_sections",
                        gguf::make_array(std::vector<int32_t>{16, 8, 0, 0}));
                }).ok());  // more than the head
+}
+
+// Head and FFN counts may be one per block (llama.cpp's get_key_or_arr).
+// The families quip runs build every layer from layer 0's, as llama.cpp's
+// loaders for them do: equal values bind, differing ones are refused by
+// name, and so is an array of another length.
+TEST(ModelBind, ReadsPerLayerCountsOnlyWhereTheyAgree) {
+  const auto counts = [](std::vector<uint32_t> n_ff, std::vector<int32_t> n_head_kv,
+                         uint32_t blocks = 1) {
+    return bind_hparams(
+        "llama",
+        [=](gguf::GgufWriter& w) {
+          w.set("llama.block_count", blocks);
+          w.set("llama.feed_forward_length", gguf::make_array(n_ff));
+          w.set("llama.attention.head_count", uint32_t{4});
+          w.set("llama.attention.head_count_kv", gguf::make_array(n_head_kv));
+        },
+        /*counts=*/false);
+  };
+  const auto same = counts({128}, {2});
+  ASSERT_TRUE(same.ok()) << same.error().message;
+  EXPECT_EQ(same->n_ff, 128u);
+  EXPECT_EQ(same->n_head_kv, 2u);
+  for (const auto& [result, what] :
+       {std::pair{counts({128, 128}, {2}), "'llama.feed_forward_length' is not one integer per"},
+        std::pair{counts({128, 256}, {2, 2}, 2),
+                  "per-layer llama.feed_forward_length (128 in layer 0, 256 in layer 1)"},
+        std::pair{counts({128, 128}, {2, 4}, 2),
+                  "per-layer llama.attention.head_count_kv (2 in layer 0, 4 in layer 1)"}}) {
+    ASSERT_FALSE(result.ok());
+    EXPECT_NE(result.error().message.find(what), std::string::npos) << result.error().message;
+  }
 }
 
 TEST(ModelBind, ReadsTheGemmasWindowsSoftCapsAndScales) {
