@@ -11,7 +11,9 @@
 // (fused Q/K/V and gate/up, rotation over 12 of 16 dimensions), tiny-glm4
 // (fused gate/up, norms after each branch too, rotation over 8 of 16),
 // tiny-mistral3 (llama's layers, with mistral3's keys), tiny-qwen3vl
-// (qwen3's layers, with multimodal rotation sections), qwen2.5-0.5b,
+// (qwen3's layers, with multimodal rotation sections), tiny-exaone4 and
+// tiny-exaone4-64 (norms after the branches only, Q/K norms; 2 and 64
+// layers, the latter with exaone4's sliding windows), qwen2.5-0.5b,
 // llama-3.2-1b, qwen2.5-7b, llama-3.1-8b, qwen3-8b, qwen2.5-14b (their
 // published hyper-parameters; llama-3.1-8b without its rope_freqs factors,
 // which change no speed). Weights are uniform with the standard deviation of
@@ -36,10 +38,10 @@
 // qwen2). --nextn N adds N NextN (multi-token prediction) blocks, which
 // glm4 counts in block_count but never runs. --yarn-log-mul, --yarn-beta
 // and --attn-temperature write mistral3's YaRN and attention temperature
-// keys. --rope-scaling writes the rope.scaling keys of a
-// long-context file; longrope (phi3) writes what Phi-3's converter writes: the original context,
-// the attention factor sqrt(1 + ln(s) / ln(original)) for s = context / original, and random long
-// and short factor tensors, without a rope.scaling.type.
+// keys, --sliding-window the attention.sliding_window key. --rope-scaling writes the rope.scaling
+// keys of a long-context file; longrope (phi3) writes what Phi-3's converter writes: the original
+// context, the attention factor sqrt(1 + ln(s) / ln(original)) for s = context / original, and
+// random long and short factor tensors, without a rope.scaling.type.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -85,6 +87,11 @@ constexpr Shape kShapes[] = {
      8},
     {"tiny-mistral3", "mistral3", 64, 2, 4, 2, 128, 512, 8192, 1e6f, 1e-5f, false, GgmlType::F32},
     {"tiny-qwen3vl", "qwen3vl", 64, 2, 4, 2, 128, 512, 8192, 5e6f, 1e-6f, false, GgmlType::F32,
+     true},
+    {"tiny-exaone4", "exaone4", 64, 2, 4, 2, 128, 512, 8192, 1e6f, 1e-5f, false, GgmlType::F32,
+     true},
+    // exaone4 has sliding windows only with 64 blocks (its 32B).
+    {"tiny-exaone4-64", "exaone4", 64, 64, 4, 2, 128, 512, 8192, 1e6f, 1e-5f, false, GgmlType::F32,
      true},
     {"qwen2.5-0.5b", "qwen2", 896, 24, 14, 2, 4864, 151936, 32768, 1e6f, 1e-6f, true,
      GgmlType::Q8_0},
@@ -245,6 +252,7 @@ struct Options {
   // mistral3's keys: YaRN's log multiplier and beta values, the attention
   // temperature; written where set.
   std::optional<float> yarn_log_mul, yarn_beta_fast, yarn_beta_slow, attn_temperature;
+  std::optional<uint32_t> sliding_window;  // attention.sliding_window
 };
 
 int write_model(const Shape& s, const Options& options, const std::string& path) {
@@ -277,6 +285,9 @@ int write_model(const Shape& s, const Options& options, const std::string& path)
   if (rope_scaling && rope_scaling->original_context != 0) {
     w.set(k::arch_key(arch, "rope.scaling.original_context_length"),
           rope_scaling->original_context);
+  }
+  if (options.sliding_window) {
+    w.set(k::arch_key(arch, "attention.sliding_window"), *options.sliding_window);
   }
   if (s.arch == "qwen3vl") {
     // Qwen3-VL's interleaved multimodal sections over the rotated pairs,
@@ -353,7 +364,8 @@ int write_model(const Shape& s, const Options& options, const std::string& path)
 
   const uint64_t kv = uint64_t{head_dim} * s.n_head_kv;
   const bool fused_up = s.arch == "phi3" || s.arch == "glm4";
-  const bool post_norms = s.arch == "glm4";
+  const bool post_norms = s.arch == "glm4" || s.arch == "exaone4";
+  const bool pre_norms = s.arch != "exaone4";  // exaone4 norms the branch outputs only
   const bool fused_qkv = fused_up || options.fused_qkv;
   // llama.cpp's loaders read Q/K/V biases in every family, attention
   // output and FFN biases in llama's, and an output bias in qwen2's.
@@ -369,7 +381,7 @@ int write_model(const Shape& s, const Options& options, const std::string& path)
   }
   for (uint32_t l = 0; l < s.n_layer + options.nextn; ++l) {
     const std::string b = "blk." + std::to_string(l) + ".";
-    ones(b + "attn_norm.weight", s.n_embd);
+    if (pre_norms) ones(b + "attn_norm.weight", s.n_embd);
     if (fused_qkv) {
       matrix(b + "attn_qkv.weight", l, s.n_embd, s.n_embd + 2 * kv);
       if (qkv_biases) small(b + "attn_qkv.bias", s.n_embd + 2 * kv);
@@ -390,7 +402,7 @@ int write_model(const Shape& s, const Options& options, const std::string& path)
     matrix(b + "attn_output.weight", l, s.n_embd, s.n_embd);
     if (projection_biases) small(b + "attn_output.bias", s.n_embd);
     if (post_norms) ones(b + "post_attention_norm.weight", s.n_embd);
-    ones(b + "ffn_norm.weight", s.n_embd);
+    if (pre_norms) ones(b + "ffn_norm.weight", s.n_embd);
     if (fused_up) {
       matrix(b + "ffn_up.weight", l, s.n_embd, 2 * uint64_t{s.n_ff});
     } else {
@@ -421,10 +433,11 @@ int usage() {
   std::fputs(
       "usage: quip-synth SHAPE OUT.gguf [--type TYPE | --mix FTYPE] [--seed N] [--fused-qkv]\n"
       "                  [--biases] [--nextn N] [--yarn-log-mul X] [--yarn-beta FAST:SLOW]\n"
-      "                  [--attn-temperature SCALE]\n"
+      "                  [--attn-temperature SCALE] [--sliding-window N]\n"
       "                  [--rope-scaling linear:FACTOR | yarn:FACTOR[:ORIGINAL_CONTEXT] |\n"
       "                                  longrope:ORIGINAL_CONTEXT]\n"
       "SHAPE: tiny, tiny-qwen2, tiny-qwen3, tiny-phi3, tiny-glm4, tiny-mistral3, tiny-qwen3vl,\n"
+      "       tiny-exaone4, tiny-exaone4-64,\n"
       "       qwen2.5-0.5b, "
       "llama-3.2-1b, "
       "qwen2.5-7b, "
@@ -481,6 +494,12 @@ int main(int argc, char** argv) {
       const char* slow = end + 1;
       options.yarn_beta_slow = std::strtof(slow, &end);
       if (end == slow || *end != '\0') return usage();
+      continue;
+    }
+    if (flag == "--sliding-window") {
+      char* end = nullptr;
+      options.sliding_window = static_cast<uint32_t>(std::strtoul(argv[i + 1], &end, 10));
+      if (value.empty() || *end != '\0') return usage();
       continue;
     }
     if (flag == "--nextn") {

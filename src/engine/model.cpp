@@ -59,6 +59,18 @@ constexpr ArchSpec kArchs[] = {
      .post_norms = true,
      .nextn = true,
      .rope_sections = ArchSpec::Sections::RefusedWhereSet},
+    {.name = "exaone4",
+     .rope = RopeStyle::NeoX,
+     .qk_norm = true,
+     .pre_norms = false,
+     .post_norms = true,
+     .sliding = SlidingWindow{.default_window = 4096,
+                              .default_pattern = 4,
+                              .inherits_base = true,
+                              .inherits_scale = true,
+                              .only_with_blocks = 64,
+                              .global_layers_unrotated = true},
+     .nextn = true},
     {.name = "qwen3vl",
      .rope = RopeStyle::NeoX,
      .qk_norm = true,
@@ -220,6 +232,8 @@ Result<void> read_attention_keys(const gguf::GgufFile& f, const ArchSpec& spec,
     if (auto r = read("attention.sliding_window", &hp.window, spec.sliding->default_window); !r) {
       return r.error();
     }
+    const uint32_t only = spec.sliding->only_with_blocks;
+    if (only != 0 && hp.n_block != only) hp.window = 0;
   }
   if (hp.window > 0) {
     const SlidingWindow& sw = *spec.sliding;
@@ -290,7 +304,7 @@ Result<Model> Model::bind(const gguf::GgufFile& f) {
     return Error{
         prefix + "architecture '" + printable(*arch) +
         "' is not supported (quip runs llama, qwen2, qwen3, gemma2, gemma3, phi3, olmo2, granite, "
-        "smollm3, mistral3, glm4 and qwen3vl)"};
+        "smollm3, mistral3, glm4, qwen3vl and exaone4)"};
   }
   const auto key = [&](std::string_view suffix) { return k::arch_key(*arch, suffix); };
   const auto u32 = [&](std::string_view suffix, uint32_t* out,

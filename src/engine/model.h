@@ -41,6 +41,11 @@ struct SlidingWindow {
   // global base (gemma2, olmo2) or 10000 (gemma3), and scale by the global
   // RoPE scaling (gemma2) or not at all (gemma3, olmo2).
   bool inherits_base = false, inherits_scale = false;
+  // exaone4: windows only in the model of this many blocks (its 32B);
+  // other sizes attend globally whatever the file says. 0: any size.
+  uint32_t only_with_blocks = 0;
+  // exaone4: the global layers do not rotate (NoPE) where windows are on.
+  bool global_layers_unrotated = false;
 };
 
 // What a family computes differently, as data the one forward pass reads.
@@ -186,6 +191,9 @@ struct Hparams {
 
   // Whether layer il rotates its queries and keys.
   bool rotates(uint32_t il, const ArchSpec& arch) const {
+    if (arch.sliding && arch.sliding->global_layers_unrotated && window != 0 && !slides(il)) {
+      return false;
+    }
     return arch.no_rope_step == 0 || (il + 1) % arch.no_rope_step != 0;
   }
   // Whether layer il attends through the sliding window (llama.cpp's

@@ -48,6 +48,10 @@ CASES = [
     # positions is NeoX rotation.
     ("tiny-qwen3vl", ""),
     ("tiny-qwen3vl", "--rope-scaling yarn:4:1024"),
+    # exaone4: norms after the branches only; windows only in the 64-block
+    # model (every 4th layer global and unrotated), ignored in the others.
+    ("tiny-exaone4", "--sliding-window 16"),
+    ("tiny-exaone4-64", "--sliding-window 16"),
 ]
 # A short prompt, and one of 400 byte tokens: positions where the scaled
 # and unscaled angles are far apart.
