@@ -13,7 +13,9 @@
 // tiny-mistral3 (llama's layers, with mistral3's keys), tiny-qwen3vl
 // (qwen3's layers, with multimodal rotation sections), tiny-exaone4 and
 // tiny-exaone4-64 (norms after the branches only, Q/K norms; 2 and 64
-// layers, the latter with exaone4's sliding windows), qwen2.5-0.5b,
+// layers, the latter with exaone4's sliding windows), tiny-cohere2
+// (LayerNorms, one norm for parallel attention and FFN, tied output, 4
+// layers), qwen2.5-0.5b,
 // llama-3.2-1b, qwen2.5-7b, llama-3.1-8b, qwen3-8b, qwen2.5-14b (their
 // published hyper-parameters; llama-3.1-8b without its rope_freqs factors,
 // which change no speed). Weights are uniform with the standard deviation of
@@ -90,6 +92,7 @@ constexpr Shape kShapes[] = {
      true},
     {"tiny-exaone4", "exaone4", 64, 2, 4, 2, 128, 512, 8192, 1e6f, 1e-5f, false, GgmlType::F32,
      true},
+    {"tiny-cohere2", "cohere2", 64, 4, 4, 2, 128, 512, 8192, 10000.0f, 1e-5f, true, GgmlType::F32},
     // exaone4 has sliding windows only with 64 blocks (its 32B).
     {"tiny-exaone4-64", "exaone4", 64, 64, 4, 2, 128, 512, 8192, 1e6f, 1e-5f, false, GgmlType::F32,
      true},
@@ -273,7 +276,12 @@ int write_model(const Shape& s, const Options& options, const std::string& path)
   w.set(k::arch_key(arch, k::kHeadCount), s.n_head);
   w.set(k::arch_key(arch, k::kHeadCountKv), s.n_head_kv);
   w.set(k::arch_key(arch, k::kRopeFreqBase), s.rope_base);
-  w.set(k::arch_key(arch, "attention.layer_norm_rms_epsilon"), s.rms_eps);
+  if (s.arch == "cohere2") {  // LayerNorms, and logits times logit_scale
+    w.set(k::arch_key(arch, "attention.layer_norm_epsilon"), s.rms_eps);
+    w.set(k::arch_key(arch, "logit_scale"), 0.5f);
+  } else {
+    w.set(k::arch_key(arch, "attention.layer_norm_rms_epsilon"), s.rms_eps);
+  }
   const uint32_t head_dim = s.n_embd / s.n_head;
   const uint32_t n_rot = s.n_rot != 0 ? s.n_rot : head_dim;
   if (s.n_rot != 0) w.set(k::arch_key(arch, "rope.dimension_count"), n_rot);
@@ -402,7 +410,7 @@ int write_model(const Shape& s, const Options& options, const std::string& path)
     matrix(b + "attn_output.weight", l, s.n_embd, s.n_embd);
     if (projection_biases) small(b + "attn_output.bias", s.n_embd);
     if (post_norms) ones(b + "post_attention_norm.weight", s.n_embd);
-    if (pre_norms) ones(b + "ffn_norm.weight", s.n_embd);
+    if (pre_norms && s.arch != "cohere2") ones(b + "ffn_norm.weight", s.n_embd);
     if (fused_up) {
       matrix(b + "ffn_up.weight", l, s.n_embd, 2 * uint64_t{s.n_ff});
     } else {
@@ -437,7 +445,7 @@ int usage() {
       "                  [--rope-scaling linear:FACTOR | yarn:FACTOR[:ORIGINAL_CONTEXT] |\n"
       "                                  longrope:ORIGINAL_CONTEXT]\n"
       "SHAPE: tiny, tiny-qwen2, tiny-qwen3, tiny-phi3, tiny-glm4, tiny-mistral3, tiny-qwen3vl,\n"
-      "       tiny-exaone4, tiny-exaone4-64,\n"
+      "       tiny-exaone4, tiny-exaone4-64, tiny-cohere2,\n"
       "       qwen2.5-0.5b, "
       "llama-3.2-1b, "
       "qwen2.5-7b, "

@@ -80,14 +80,13 @@ void Forward::eval_batch(std::span<const int32_t> tokens, bool all_logits, float
   // final norm; the others are never computed.
   const size_t first = all_logits ? 0 : n - 1, n_rows = n - first;
   for (size_t t = first; t < n; ++t) {
-    ops::rms_norm(x_.data() + t * hp_.n_embd, output_norm_.data(),
-                  h_.data() + (t - first) * hp_.n_embd, hp_.n_embd, hp_.rms_eps);
+    ops::block_norm(hp_, x_.data() + t * hp_.n_embd, output_norm_.data(),
+                    h_.data() + (t - first) * hp_.n_embd, hp_.n_embd);
   }
   multiply({{&m_.output(), logits}}, h_.data(), hp_.n_embd, n_rows);
   add_bias(output_bias_, logits, n_rows);
-  if (hp_.logit_scale != 0) {
-    const float inv = 1.0f / hp_.logit_scale;
-    for (size_t i = 0; i < n_rows * hp_.n_vocab; ++i) logits[i] *= inv;
+  if (hp_.logit_factor != 0) {
+    for (size_t i = 0; i < n_rows * hp_.n_vocab; ++i) logits[i] *= hp_.logit_factor;
   }
   if (hp_.final_softcap != 0) {
     ops::softcap(logits, n_rows * hp_.n_vocab, hp_.final_softcap);
@@ -258,11 +257,20 @@ void Forward::layer(uint32_t il, size_t n, size_t pos0) {
   // output projection, residual
   multiply({{&l.wo, h_.data()}}, attn_.data(), q_dim, n);
   add_bias(lv.bo, h_.data(), n);
-  add_residual(lv.post_attn_norm, n);
+  const bool parallel = m_.arch().parallel_block;
+  if (parallel) {
+    // cohere2: the FFN reads the attention's input, normed again from the
+    // unchanged x; the attention's output waits for the join.
+    branch_.assign(h_.begin(), h_.begin() + static_cast<long>(n * n_embd));
+    pre_norm(lv.attn_norm, n);
+  } else {
+    add_residual(lv.post_attn_norm, n);
+    // ffn_norm, then the FFN.
+    pre_norm(lv.ffn_norm, n);
+  }
 
-  // ffn_norm, gated feed-forward (Shazeer 2020): down(act(gate) * up), act
-  // SiLU or GELU
-  pre_norm(lv.ffn_norm, n);
+  // Gated feed-forward (Shazeer 2020): down(act(gate) * up), act SiLU or
+  // GELU.
   const size_t n_ff = hp_.n_ff;
   if (l.w_gate) {
     multiply({{&l.w_gate, gate_.data()}, {&l.w_up, up_.data()}}, h_.data(), n_embd, n);
@@ -285,7 +293,11 @@ void Forward::layer(uint32_t il, size_t n, size_t pos0) {
   });
   multiply({{&l.w_down, h_.data()}}, gate_.data(), n_ff, n);
   add_bias(lv.b_down, h_.data(), n);
-  add_residual(lv.post_ffn_norm, n);
+  if (parallel) {
+    for (size_t i = 0; i < n * n_embd; ++i) x_[i] = (h_[i] + x_[i]) + branch_[i];
+  } else {
+    add_residual(lv.post_ffn_norm, n);
+  }
 }
 
 // Each of the n rows of `rows` (bias.size() wide) plus `bias`; nothing
@@ -305,7 +317,7 @@ void Forward::pre_norm(const std::vector<float>& norm, size_t n) {
     return;
   }
   for (size_t t = 0; t < n; ++t) {
-    ops::rms_norm(x_.data() + t * n_embd, norm.data(), h_.data() + t * n_embd, n_embd, hp_.rms_eps);
+    ops::block_norm(hp_, x_.data() + t * n_embd, norm.data(), h_.data() + t * n_embd, n_embd);
   }
 }
 
@@ -316,7 +328,7 @@ void Forward::add_residual(const std::vector<float>& post_norm, size_t n) {
   if (!post_norm.empty()) {
     for (size_t t = 0; t < n; ++t) {
       float* row = h_.data() + t * n_embd;
-      ops::rms_norm(row, post_norm.data(), row, n_embd, hp_.rms_eps);
+      ops::block_norm(hp_, row, post_norm.data(), row, n_embd);
     }
   }
   if (hp_.residual_scale != 0) {

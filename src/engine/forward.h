@@ -72,8 +72,6 @@ class Forward {
   const Model& model() const { return m_; }
 
  private:
-  // The model's vectors (norm weights, biases), dequantized once; empty when
-  // the model has none.
   // out (n_tokens, w.n_out) = in (n_tokens, w.n_in) times w's rows.
   struct Product {
     const Weight* w;
@@ -110,6 +108,7 @@ class Forward {
   std::vector<float> attn_;       // (batch, n_head * head_dim)
   std::vector<float> gate_, up_;  // (batch, n_ff)
   std::vector<float> fused_;      // a fused product's rows before the split
+  std::vector<float> branch_;     // (batch, n_embd) the attention's output (parallel blocks)
   // (batch, n_rot / 2) per rotation: [0] the global layers', [sliding_table_]
   // the sliding layers' (1 where they rotate otherwise, else 0).
   std::vector<float> cos_[2], sin_[2];

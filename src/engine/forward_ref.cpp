@@ -360,7 +360,8 @@ std::span<const float> ReferenceForward::step(int32_t token) {
   // A branch's output into the residual stream, scaled first where the
   // model says so.
   const auto add_branch = [&](std::vector<float> branch, const std::vector<float>& post_norm) {
-    if (!post_norm.empty()) rms_norm(branch, post_norm, hp.rms_eps);
+    if (!post_norm.empty())
+      ops::block_norm(hp, branch.data(), post_norm.data(), branch.data(), branch.size());
     if (hp.residual_scale != 0) {
       for (float& e : branch) e *= hp.residual_scale;
     }
@@ -378,7 +379,8 @@ std::span<const float> ReferenceForward::step(int32_t token) {
     // Attention block.
     std::vector<float> h = x;
     const LayerVectors& lv = layers_[il];
-    if (!lv.attn_norm.empty()) rms_norm(h, lv.attn_norm, hp.rms_eps);
+    if (!lv.attn_norm.empty())
+      ops::block_norm(hp, h.data(), lv.attn_norm.data(), h.data(), h.size());
     std::vector<float> q, k, v;  // (n_head * head_dim), (n_head_kv * head_dim) twice
     if (l.wqkv) {
       const std::vector<float> qkv = matvec(l.wqkv, h);  // Q, then K, then V
@@ -444,11 +446,16 @@ std::span<const float> ReferenceForward::step(int32_t token) {
              v_cache_[il].data() + start * kv_dim + kv_off, kv_dim, scores, attn.data() + hh * hd,
              nullptr);
     }
-    add_branch(biased(matvec(l.wo, attn), lv.bo), lv.post_attn_norm);
+    std::vector<float> attn_out = biased(matvec(l.wo, attn), lv.bo);
+    const bool parallel = m_.arch().parallel_block;  // cohere2: the FFN reads h too
+    if (!parallel) {
+      add_branch(std::move(attn_out), lv.post_attn_norm);
+      h = x;
+      if (!lv.ffn_norm.empty())
+        ops::block_norm(hp, h.data(), lv.ffn_norm.data(), h.data(), h.size());
+    }
 
     // Feed-forward block: SwiGLU or GeGLU (Shazeer 2020), down(act(gate(h)) * up(h)).
-    h = x;
-    if (!lv.ffn_norm.empty()) rms_norm(h, lv.ffn_norm, hp.rms_eps);
     std::vector<float> gate, up;
     if (l.w_gate) {
       gate = biased(matvec(l.w_gate, h), lv.b_gate);
@@ -463,13 +470,17 @@ std::span<const float> ReferenceForward::step(int32_t token) {
     } else {
       for (size_t i = 0; i < gate.size(); ++i) gate[i] = silu(gate[i]) * up[i];
     }
-    add_branch(biased(matvec(l.w_down, gate), lv.b_down), lv.post_ffn_norm);
+    std::vector<float> ffn_out = biased(matvec(l.w_down, gate), lv.b_down);
+    if (parallel) {
+      for (size_t i = 0; i < x.size(); ++i) x[i] = (ffn_out[i] + x[i]) + attn_out[i];
+    } else {
+      add_branch(std::move(ffn_out), lv.post_ffn_norm);
+    }
   }
-  rms_norm(x, output_norm_, hp.rms_eps);
+  ops::block_norm(hp, x.data(), output_norm_.data(), x.data(), x.size());
   logits_ = biased(matvec(m_.output(), x), output_bias_);
-  if (hp.logit_scale != 0) {
-    const float inv = 1.0f / hp.logit_scale;
-    for (float& e : logits_) e *= inv;
+  if (hp.logit_factor != 0) {
+    for (float& e : logits_) e *= hp.logit_factor;
   }
   if (hp.final_softcap != 0) ops::softcap(logits_.data(), logits_.size(), hp.final_softcap);
   ++pos_;

@@ -71,6 +71,17 @@ constexpr ArchSpec kArchs[] = {
                               .only_with_blocks = 64,
                               .global_layers_unrotated = true},
      .nextn = true},
+    {.name = "cohere2",
+     .sliding = SlidingWindow{.default_window = 0,
+                              .default_pattern = 4,
+                              .inherits_base = true,
+                              .inherits_scale = true,
+                              .global_layers_unrotated = true,
+                              .required = true},
+     .layer_norm = true,
+     .parallel_block = true,
+     .always_tied = true,
+     .logit_scale_multiplies = true},
     {.name = "qwen3vl",
      .rope = RopeStyle::NeoX,
      .qk_norm = true,
@@ -232,6 +243,9 @@ Result<void> read_attention_keys(const gguf::GgufFile& f, const ArchSpec& spec,
     if (auto r = read("attention.sliding_window", &hp.window, spec.sliding->default_window); !r) {
       return r.error();
     }
+    if (spec.sliding->required && f.find(key("attention.sliding_window")) == nullptr) {
+      return Error{prefix + "key '" + key("attention.sliding_window") + "' not found"};
+    }
     const uint32_t only = spec.sliding->only_with_blocks;
     if (only != 0 && hp.n_block != only) hp.window = 0;
   }
@@ -304,7 +318,7 @@ Result<Model> Model::bind(const gguf::GgufFile& f) {
     return Error{
         prefix + "architecture '" + printable(*arch) +
         "' is not supported (quip runs llama, qwen2, qwen3, gemma2, gemma3, phi3, olmo2, granite, "
-        "smollm3, mistral3, glm4, qwen3vl and exaone4)"};
+        "smollm3, mistral3, glm4, qwen3vl, exaone4 and cohere2)"};
   }
   const auto key = [&](std::string_view suffix) { return k::arch_key(*arch, suffix); };
   const auto u32 = [&](std::string_view suffix, uint32_t* out,
@@ -398,6 +412,7 @@ Result<Model> Model::bind(const gguf::GgufFile& f) {
       *out = v->value_or(0.0f);
     }
     if (hp.logit_scale == 0) return Error{prefix + key("logit_scale") + " must not be 0"};
+    hp.logit_factor = 1.0f / hp.logit_scale;  // ggml_scale by 1 / logit_scale
     // Granite turns rotation off with rope.scaling.finetuned = false.
     auto finetuned = f.get_optional<bool>(key("rope.scaling.finetuned"));
     if (!finetuned) return finetuned.error();
@@ -410,6 +425,21 @@ Result<Model> Model::bind(const gguf::GgufFile& f) {
     return v.error();
   } else if (v->has_value()) {
     hp.rms_eps = **v;
+  }
+  if (m.arch_->layer_norm) {
+    hp.layer_norm = true;
+    auto eps = f.get<float>(key("attention.layer_norm_epsilon"));
+    if (!eps) return eps.error();
+    hp.norm_eps = *eps;
+  }
+  if (m.arch_->logit_scale_multiplies) {  // cohere2: required, and multiplies
+    auto scale = f.get<float>(key("logit_scale"));
+    if (!scale) return scale.error();
+    hp.logit_scale = *scale;
+    hp.logit_factor = *scale;
+  }
+  if (!std::isfinite(hp.logit_factor) || !std::isfinite(hp.norm_eps)) {
+    return Error{prefix + "the logit scale or the norm's epsilon is not a finite number"};
   }
 
   // Tensors: each checked for presence, shape and a type quip can compute
@@ -443,8 +473,11 @@ Result<Model> Model::bind(const gguf::GgufFile& f) {
   hp.n_vocab = static_cast<uint32_t>(m.token_embd_.n_out);
   if (auto r = bind("output_norm.weight", hp.n_embd, 1, true, &m.output_norm_); !r)
     return r.error();
-  if (auto r = bind("output.weight", hp.n_embd, hp.n_vocab, false, &m.output_); !r)
-    return r.error();
+  if (!m.arch_->always_tied) {
+    if (auto r = bind("output.weight", hp.n_embd, hp.n_vocab, false, &m.output_); !r) {
+      return r.error();
+    }
+  }
   if (!m.output_) m.output_ = m.token_embd_;  // tied
   if (m.arch_->output_bias) {
     if (auto r = bind("output.bias", hp.n_vocab, 1, false, &m.output_bias_); !r) return r.error();
@@ -465,6 +498,7 @@ Result<Model> Model::bind(const gguf::GgufFile& f) {
     const bool fused_qkv = f.find_tensor(b + "attn_qkv.weight") != nullptr, apart = !fused_qkv;
     const bool fused_up = m.arch_->fused_gate_up;
     const bool pre = m.arch_->pre_norms, post = m.arch_->post_norms;
+    const bool parallel = m.arch_->parallel_block;  // one norm for both branches
     // olmo2 norms Q and K over the whole projection, qwen3 per head.
     const bool whole = m.arch_->qk_norm_whole;
     const uint64_t q_norm_width = whole ? q_dim : hp.head_dim;
@@ -485,7 +519,7 @@ Result<Model> Model::bind(const gguf::GgufFile& f) {
           std::tuple{"attn_output.bias", n_embd, uint64_t{1}, biases, false, &l.bo},
           std::tuple{"attn_q_norm.weight", q_norm_width, uint64_t{1}, norm, true, &l.q_norm},
           std::tuple{"attn_k_norm.weight", k_norm_width, uint64_t{1}, norm, true, &l.k_norm},
-          std::tuple{"ffn_norm.weight", n_embd, uint64_t{1}, pre, true, &l.ffn_norm},
+          std::tuple{"ffn_norm.weight", n_embd, uint64_t{1}, pre && !parallel, true, &l.ffn_norm},
           std::tuple{"post_attention_norm.weight", n_embd, uint64_t{1}, post, true,
                      &l.post_attn_norm},
           std::tuple{"post_ffw_norm.weight", n_embd, uint64_t{1}, post, true, &l.post_ffn_norm},

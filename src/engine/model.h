@@ -44,8 +44,11 @@ struct SlidingWindow {
   // exaone4: windows only in the model of this many blocks (its 32B);
   // other sizes attend globally whatever the file says. 0: any size.
   uint32_t only_with_blocks = 0;
-  // exaone4: the global layers do not rotate (NoPE) where windows are on.
+  // exaone4, cohere2: the global layers do not rotate (NoPE) where
+  // windows are on.
   bool global_layers_unrotated = false;
+  // cohere2: a file without attention.sliding_window is refused.
+  bool required = false;
 };
 
 // What a family computes differently, as data the one forward pass reads.
@@ -101,6 +104,14 @@ struct ArchSpec {
   // yarn_log_multiplier, and attention.temperature_scale (Hparams).
   bool yarn_keys = false;
   bool attn_temperature = false;
+  // cohere2: LayerNorms (attention.layer_norm_epsilon) in place of the
+  // RMS norms of the blocks and the output; one normed input for both
+  // branches, whose outputs join the residual as (x + FFN) + attention;
+  // the output always the embedding table; logits times logit_scale.
+  bool layer_norm = false;
+  bool parallel_block = false;
+  bool always_tied = false;
+  bool logit_scale_multiplies = false;
   // glm4: nextn_predict_layers blocks (multi-token prediction) at the end,
   // counted in block_count but never run, as llama.cpp skips them.
   bool nextn = false;
@@ -165,12 +176,18 @@ struct Hparams {
   // range, and LongRoPE's choice of factors.
   uint32_t n_ctx_orig = 0;
   float rms_eps = 1e-5f;
+  // ArchSpec::layer_norm: the blocks' and the output's norms are
+  // LayerNorms with this eps.
+  bool layer_norm = false;
+  float norm_eps = 1e-5f;
   RopeFrequencies rope, rope_sliding;  // of the global layers and the sliding ones
   // As llama.cpp's hparams, 0 where unused: embeddings times
   // embedding_scale; each branch's output times residual_scale before its
   // residual add; attention scores times attention_scale instead of
-  // 1/sqrt(head_dim); logits times 1 / logit_scale.
+  // 1/sqrt(head_dim); logits times logit_factor (granite's 1 /
+  // logit_scale, cohere2's logit_scale).
   float embedding_scale = 0, residual_scale = 0, attention_scale = 0, logit_scale = 0;
+  float logit_factor = 0;
   // ArchSpec::scale_queries's factor.
   float query_scale = 0;
   // Soft caps, 0 where none: attention scores c * tanh(s / c), logits likewise.

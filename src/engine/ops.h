@@ -63,6 +63,53 @@ inline void rope_angles(size_t pos, const RopeFrequencies& rope, uint32_t n_rot,
   }
 }
 
+// LayerNorm (Ba et al. 2016) without a bias: (x - mean) / sqrt(var +
+// eps) * weight, in the steps of ggml_compute_forward_norm_f32 in
+// llama.cpp's AVX-512 build: the mean from a double sum, rounded to float;
+// the squares of x - mean in float, reduced 16 at a time in
+// _mm512_reduce_add_ps's tree (GCC's: halves, quarters, then pairs) and
+// each group's float added into a double, the last n % 16 one by one; the
+// variance that sum / n in float; then (x - mean) * 1 / sqrtf(var + eps)
+// and the separate ggml_mul by the weights. out may be x.
+inline void layer_norm(const float* x, const float* weight, float* out, size_t n, float eps) {
+  double sum = 0;
+  for (size_t i = 0; i < n; ++i) sum += static_cast<double>(x[i]);
+  const float mean = static_cast<float>(sum) / static_cast<float>(n);
+  double squares = 0;
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    float sq[16];
+    for (size_t j = 0; j < 16; ++j) {
+      const float d = x[i + j] - mean;
+      out[i + j] = d;
+      sq[j] = d * d;
+    }
+    float eighths[8], quarters[4];
+    for (size_t j = 0; j < 8; ++j) eighths[j] = sq[j + 8] + sq[j];
+    for (size_t j = 0; j < 4; ++j) quarters[j] = eighths[j + 4] + eighths[j];
+    squares += static_cast<double>((quarters[0] + quarters[2]) + (quarters[1] + quarters[3]));
+  }
+  for (; i < n; ++i) {
+    const float d = x[i] - mean;
+    out[i] = d;
+    squares += static_cast<double>(d * d);
+  }
+  const auto variance = static_cast<float>(squares / static_cast<double>(n));
+  const float scale = 1.0f / std::sqrt(variance + eps);
+  for (size_t j = 0; j < n; ++j) out[j] = (out[j] * scale) * weight[j];
+}
+
+// A block's or the output's norm: LayerNorm where the model has them
+// (Hparams::layer_norm), else RMSNorm.
+inline void block_norm(const Hparams& hp, const float* x, const float* weight, float* out,
+                       size_t n) {
+  if (hp.layer_norm) {
+    layer_norm(x, weight, out, n, hp.norm_eps);
+  } else {
+    rms_norm(x, weight, out, n, hp.rms_eps);
+  }
+}
+
 // Soft-capping (Gemma 2's final logits): x = cap * tanh(x / cap), as
 // ggml's scale by 1 / cap, tanh, and scale by cap.
 inline void softcap(float* x, size_t n, float cap) {

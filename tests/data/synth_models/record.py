@@ -52,6 +52,9 @@ CASES = [
     # model (every 4th layer global and unrotated), ignored in the others.
     ("tiny-exaone4", "--sliding-window 16"),
     ("tiny-exaone4-64", "--sliding-window 16"),
+    # cohere2 (Command R7B): LayerNorms, parallel attention and FFN, windows
+    # on 3 of 4 layers and no rotation on the 4th, logits times logit_scale.
+    ("tiny-cohere2", "--sliding-window 16"),
 ]
 # A short prompt, and one of 400 byte tokens: positions where the scaled
 # and unscaled angles are far apart.
