@@ -250,7 +250,11 @@ Json computed_json(const Summary& s) {
               {"embedding_scale", value_or_null(hp.embedding_scale)},
               {"query_scale", value_or_null(hp.query_scale)},
               {"attn_temperature_scale", value_or_null(hp.attn_temp_scale)},
-              {"nextn_blocks", hp.n_block - hp.n_layer}};
+              {"nextn_blocks", hp.n_block - hp.n_layer},
+              {"experts", hp.n_expert == 0 ? Json(nullptr)
+                                           : Json{{"count", hp.n_expert},
+                                                  {"used", hp.n_expert_used},
+                                                  {"feed_forward_length", hp.n_ff_exp}}}};
 }
 
 template <class T>
@@ -384,6 +388,10 @@ void print_text(const GgufFile& f, const Summary& s, bool list_tensors, std::ost
     if (hp.attn_temp_scale != 0) {
       row("temperature", "queries x 1 + " + g(hp.attn_temp_scale) + " ln(floor(position / " +
                              std::to_string(hp.n_ctx_orig) + ") + 1)");
+    }
+    if (hp.n_expert != 0) {
+      row("experts", std::to_string(hp.n_expert) + ", " + std::to_string(hp.n_expert_used) +
+                         " per token, FFN " + std::to_string(hp.n_ff_exp) + " wide");
     }
     if (hp.n_block != hp.n_layer) {
       row("nextn blocks", std::to_string(hp.n_block - hp.n_layer) + " after the " +

@@ -269,6 +269,12 @@ void Forward::layer(uint32_t il, size_t n, size_t pos0) {
     pre_norm(lv.ffn_norm, n);
   }
 
+  if (m_.arch().moe) {
+    moe_ffn(l, n);
+    add_residual(lv.post_ffn_norm, n);
+    return;
+  }
+
   // Gated feed-forward (Shazeer 2020): down(act(gate) * up), act SiLU or
   // GELU.
   const size_t n_ff = hp_.n_ff;
@@ -307,6 +313,39 @@ void Forward::add_bias(const std::vector<float>& bias, float* rows, size_t n) {
     float* row = rows + t * bias.size();
     for (size_t i = 0; i < bias.size(); ++i) row[i] += bias[i];
   }
+}
+
+// h = a mixture of experts' output for each of the n tokens of h (Shazeer
+// et al. 2017): the chosen experts' SwiGLU FFNs, each times its weight,
+// added in the order of choice. Each token is multiplied alone, as
+// llama.cpp's mul_mat_id multiplies each token's row (so in the float
+// order of a single token's products).
+void Forward::moe_ffn(const Layer& l, size_t n) {
+  const size_t n_embd = hp_.n_embd, n_expert = hp_.n_expert, n_used = hp_.n_expert_used;
+  const size_t n_ff = hp_.n_ff_exp;
+  router_.resize(n * n_expert);
+  multiply({{&l.router, router_.data()}}, h_.data(), n_embd, n);
+  std::vector<float> probs(n_expert), weights(n_used);
+  std::vector<int32_t> chosen(n_used);
+  moe_.resize(n * n_embd);
+  expert_gate_.resize(n_ff), expert_up_.resize(n_ff), expert_out_.resize(n_embd);
+  for (size_t t = 0; t < n; ++t) {
+    ops::choose_experts(router_.data() + t * n_expert, n_expert, n_used, probs.data(),
+                        chosen.data(), weights.data());
+    float* out = moe_.data() + t * n_embd;
+    for (size_t k = 0; k < n_used; ++k) {
+      const auto e = static_cast<size_t>(chosen[k]);
+      multiply({{&l.gate_exps[e], expert_gate_.data()}, {&l.up_exps[e], expert_up_.data()}},
+               h_.data() + t * n_embd, n_embd, 1);
+      swiglu_(expert_gate_.data(), expert_up_.data(), expert_gate_.data(), n_ff);
+      multiply({{&l.down_exps[e], expert_out_.data()}}, expert_gate_.data(), n_ff, 1);
+      for (size_t i = 0; i < n_embd; ++i) {
+        const float weighted = expert_out_[i] * weights[k];
+        out[i] = k == 0 ? weighted : out[i] + weighted;
+      }
+    }
+  }
+  std::copy(moe_.begin(), moe_.begin() + static_cast<long>(n * n_embd), h_.begin());
 }
 
 // h = the branch's input: x RMS-normed by `norm`, or x itself without one.

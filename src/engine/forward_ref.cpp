@@ -455,6 +455,29 @@ std::span<const float> ReferenceForward::step(int32_t token) {
         ops::block_norm(hp, h.data(), lv.ffn_norm.data(), h.data(), h.size());
     }
 
+    if (m_.arch().moe) {
+      // A mixture of experts (Shazeer et al. 2017): the chosen experts'
+      // SwiGLU FFNs, each times its weight, added in the order of choice.
+      const std::vector<float> logits = matvec(l.router, h);
+      std::vector<float> probs(hp.n_expert), weights(hp.n_expert_used), out(hp.n_embd);
+      std::vector<int32_t> chosen(hp.n_expert_used);
+      ops::choose_experts(logits.data(), hp.n_expert, hp.n_expert_used, probs.data(), chosen.data(),
+                          weights.data());
+      for (size_t slot = 0; slot < hp.n_expert_used; ++slot) {
+        const auto e = static_cast<size_t>(chosen[slot]);
+        std::vector<float> gate = matvec(l.gate_exps[e], h);
+        const std::vector<float> up = matvec(l.up_exps[e], h);
+        for (size_t i = 0; i < gate.size(); ++i) gate[i] = silu(gate[i]) * up[i];
+        const std::vector<float> expert = matvec(l.down_exps[e], gate);
+        for (size_t i = 0; i < out.size(); ++i) {
+          const float weighted = expert[i] * weights[slot];
+          out[i] = slot == 0 ? weighted : out[i] + weighted;
+        }
+      }
+      add_branch(std::move(out), lv.post_ffn_norm);
+      continue;
+    }
+
     // Feed-forward block: SwiGLU or GeGLU (Shazeer 2020), down(act(gate(h)) * up(h)).
     std::vector<float> gate, up;
     if (l.w_gate) {

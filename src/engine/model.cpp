@@ -82,6 +82,7 @@ constexpr ArchSpec kArchs[] = {
      .parallel_block = true,
      .always_tied = true,
      .logit_scale_multiplies = true},
+    {.name = "qwen3moe", .rope = RopeStyle::NeoX, .qk_norm = true, .moe = true},
     {.name = "qwen3vl",
      .rope = RopeStyle::NeoX,
      .qk_norm = true,
@@ -318,7 +319,7 @@ Result<Model> Model::bind(const gguf::GgufFile& f) {
     return Error{
         prefix + "architecture '" + printable(*arch) +
         "' is not supported (quip runs llama, qwen2, qwen3, gemma2, gemma3, phi3, olmo2, granite, "
-        "smollm3, mistral3, glm4, qwen3vl, exaone4 and cohere2)"};
+        "smollm3, mistral3, glm4, qwen3vl, exaone4, cohere2 and qwen3moe)"};
   }
   const auto key = [&](std::string_view suffix) { return k::arch_key(*arch, suffix); };
   const auto u32 = [&](std::string_view suffix, uint32_t* out,
@@ -379,6 +380,19 @@ Result<Model> Model::bind(const gguf::GgufFile& f) {
                    " leaves no layer of the " + std::to_string(hp.n_block) + " blocks to run"};
     }
     hp.n_layer = hp.n_block - nextn;
+  }
+  if (m.arch_->moe) {
+    for (auto [suffix, out] : {std::pair{"expert_count", &hp.n_expert},
+                               std::pair{"expert_used_count", &hp.n_expert_used}}) {
+      if (auto r = u32(suffix, out, std::nullopt); !r) return r.error();
+    }
+    if (hp.n_expert == 0 || hp.n_expert_used == 0 || hp.n_expert_used > hp.n_expert) {
+      return Error{prefix + key("expert_used_count") + " " + std::to_string(hp.n_expert_used) +
+                   " must be 1 to " + key("expert_count") + " " + std::to_string(hp.n_expert)};
+    }
+    if (auto r = u32("expert_feed_forward_length", &hp.n_ff_exp, hp.n_ff / hp.n_expert_used); !r) {
+      return r.error();
+    }
   }
   if (auto r = key_or_array(k::kHeadCountKv, &hp.n_head_kv, hp.n_head); !r) return r.error();
   if (auto r = u32(k::kKeyLength, &hp.head_dim, hp.n_embd / hp.n_head); !r) return r.error();
@@ -479,6 +493,36 @@ Result<Model> Model::bind(const gguf::GgufFile& f) {
     }
   }
   if (!m.output_) m.output_ = m.token_embd_;  // tied
+  // A 3-D tensor of n_expert matrices of n_out rows of n_in values, bound
+  // as one Weight per expert over its slice of the data.
+  const auto bind_experts = [&](const std::string& name, uint64_t n_in, uint64_t n_out,
+                                std::vector<Weight>* out) -> Result<void> {
+    const gguf::TensorInfo* t = f.find_tensor(name);
+    if (t == nullptr) return Error{prefix + "tensor '" + name + "' not found"};
+    if (t->n_dims != 3 || t->shape[0] != n_in || t->shape[1] != n_out ||
+        t->shape[2] != hp.n_expert) {
+      return Error{prefix + "tensor '" + name + "' is not " + std::to_string(hp.n_expert) +
+                   " experts of " + std::to_string(n_in) + " x " + std::to_string(n_out)};
+    }
+    if (!kernels::can_dequantize(t->type.type)) {
+      return Error{prefix + "tensor '" + name + "' has type " + std::string(t->type.name) +
+                   ", which quip cannot compute with yet"};
+    }
+    bound.push_back(t);
+    const uint64_t bytes = t->n_bytes / hp.n_expert;
+    for (uint32_t e = 0; e < hp.n_expert; ++e) {
+      auto slice = std::make_unique<gguf::TensorInfo>(*t);
+      slice->n_dims = 2;
+      slice->shape = {n_in, n_out, 1, 1};
+      slice->n_elements = n_in * n_out;
+      slice->n_bytes = bytes;
+      slice->offset = t->offset + e * bytes;
+      slice->data = t->data.subspan(e * bytes, bytes);
+      out->push_back(Weight{slice.get(), n_in, n_out});
+      m.expert_slices_.push_back(std::move(slice));
+    }
+    return {};
+  };
   if (m.arch_->output_bias) {
     if (auto r = bind("output.bias", hp.n_vocab, 1, false, &m.output_bias_); !r) return r.error();
   }
@@ -493,7 +537,8 @@ Result<Model> Model::bind(const gguf::GgufFile& f) {
   for (uint32_t i = 0; i < hp.n_layer; ++i) {
     Layer& l = m.layers_[i];
     const std::string b = "blk." + std::to_string(i) + ".";
-    const bool norm = m.arch_->qk_norm, biases = m.arch_->projection_biases;
+    const bool norm = m.arch_->qk_norm, dense = !m.arch_->moe;
+    const bool biases = m.arch_->projection_biases && dense;
     // Q, K and V fused or apart, in any family, as llama.cpp's loaders.
     const bool fused_qkv = f.find_tensor(b + "attn_qkv.weight") != nullptr, apart = !fused_qkv;
     const bool fused_up = m.arch_->fused_gate_up;
@@ -523,14 +568,24 @@ Result<Model> Model::bind(const gguf::GgufFile& f) {
           std::tuple{"post_attention_norm.weight", n_embd, uint64_t{1}, post, true,
                      &l.post_attn_norm},
           std::tuple{"post_ffw_norm.weight", n_embd, uint64_t{1}, post, true, &l.post_ffn_norm},
-          std::tuple{"ffn_gate.weight", n_embd, n_ff, !fused_up, true, &l.w_gate},
-          std::tuple{"ffn_up.weight", n_embd, fused_up ? 2 * n_ff : n_ff, true, true, &l.w_up},
-          std::tuple{"ffn_down.weight", n_ff, n_embd, true, true, &l.w_down},
+          std::tuple{"ffn_gate.weight", n_embd, n_ff, dense && !fused_up, true, &l.w_gate},
+          std::tuple{"ffn_up.weight", n_embd, fused_up ? 2 * n_ff : n_ff, dense, true, &l.w_up},
+          std::tuple{"ffn_down.weight", n_ff, n_embd, dense, true, &l.w_down},
+          std::tuple{"ffn_gate_inp.weight", n_embd, uint64_t{hp.n_expert}, !dense, true, &l.router},
           std::tuple{"ffn_gate.bias", n_ff, uint64_t{1}, biases, false, &l.b_gate},
           std::tuple{"ffn_up.bias", n_ff, uint64_t{1}, biases, false, &l.b_up},
           std::tuple{"ffn_down.bias", n_embd, uint64_t{1}, biases, false, &l.b_down}}) {
       if (!read) continue;
       if (auto r = bind(b + name, n_in, n_out, required, out); !r) return r.error();
+    }
+    if (!dense) {
+      const uint64_t n_ff_exp = hp.n_ff_exp;
+      for (auto [name, n_in, n_out, out] :
+           {std::tuple{"ffn_gate_exps.weight", n_embd, n_ff_exp, &l.gate_exps},
+            std::tuple{"ffn_up_exps.weight", n_embd, n_ff_exp, &l.up_exps},
+            std::tuple{"ffn_down_exps.weight", n_ff_exp, n_embd, &l.down_exps}}) {
+        if (auto r = bind_experts(b + name, n_in, n_out, out); !r) return r.error();
+      }
     }
   }
   // A tensor quip does not read (a bias, a factor, a block it does not
@@ -605,8 +660,12 @@ Model::MatrixWork Model::matrix_work_per_token() const {
   };
   add(output_, work.output_products);
   for (const Layer& l : layers_) {
-    for (const Weight* w : {&l.wq, &l.wk, &l.wv, &l.wqkv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) {
-      add(*w, work.layer_products);
+    for (const Weight* w : l.matrices()) add(*w, work.layer_products);
+    // Each token's chosen experts (all of one size).
+    for (uint32_t k = 0; k < hp_.n_expert_used && !l.gate_exps.empty(); ++k) {
+      for (const Weight* w : {&l.gate_exps[0], &l.up_exps[0], &l.down_exps[0]}) {
+        add(*w, work.layer_products);
+      }
     }
   }
   return work;
@@ -619,10 +678,11 @@ uint64_t Model::weight_bytes_per_token() const {
     total += bytes(token_embd_) / token_embd_.n_out;
   }
   for (const Layer& l : layers_) {
-    for (const Weight* w :
-         {&l.attn_norm, &l.post_attn_norm, &l.post_ffn_norm, &l.wq, &l.wk, &l.wv, &l.wqkv, &l.wo,
-          &l.bq, &l.bk, &l.bv, &l.q_norm, &l.k_norm, &l.ffn_norm, &l.w_gate, &l.w_up, &l.w_down}) {
-      total += bytes(*w);
+    for (const Weight* w : l.matrices()) total += bytes(*w);
+    for (const Weight* w : l.vectors()) total += bytes(*w);
+    // Only the chosen experts' rows are read (all experts of one size).
+    for (uint32_t k = 0; k < hp_.n_expert_used && !l.gate_exps.empty(); ++k) {
+      total += bytes(l.gate_exps[0]) + bytes(l.up_exps[0]) + bytes(l.down_exps[0]);
     }
   }
   return total;

@@ -7,6 +7,7 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -112,6 +113,10 @@ struct ArchSpec {
   bool parallel_block = false;
   bool always_tied = false;
   bool logit_scale_multiplies = false;
+  // qwen3moe: a mixture of experts in place of the FFN: softmax over the
+  // router's logits, the top expert_used_count experts, their weights
+  // renormalized to sum 1 (llama.cpp's build_moe_ffn).
+  bool moe = false;
   // glm4: nextn_predict_layers blocks (multi-token prediction) at the end,
   // counted in block_count but never run, as llama.cpp skips them.
   bool nextn = false;
@@ -141,6 +146,22 @@ struct Layer {
   Weight ffn_norm, w_gate, w_up, w_down;  // fused_gate_up: w_up holds the gate, no w_gate
   Weight b_gate, b_up, b_down;
   Weight post_attn_norm, post_ffn_norm;  // the norms of the branch outputs (olmo2, gemma)
+  // Mixture of experts (ArchSpec::moe), in place of w_gate, w_up, w_down:
+  // the router (ffn_gate_inp, n_embd -> n_expert) and each expert's
+  // matrices, slices of the 3-D ffn_{gate,up,down}_exps tensors.
+  Weight router;
+  std::vector<Weight> gate_exps, up_exps, down_exps;
+
+  // What a token's step reads besides the experts: the matrices it
+  // multiplies by, and the vectors (norms, biases); absent ones included.
+  std::array<const Weight*, 9> matrices() const {
+    return {&wq, &wk, &wv, &wqkv, &wo, &w_gate, &w_up, &w_down, &router};
+  }
+  std::array<const Weight*, 14> vectors() const {
+    return {&attn_norm,      &q_norm,       &k_norm,   &bq,     &bk,   &bv,
+            &bqkv,           &bo,           &ffn_norm, &b_gate, &b_up, &b_down,
+            &post_attn_norm, &post_ffn_norm};
+  }
 };
 
 // A weight vector (a norm, a bias) in float; empty where `w` is absent.
@@ -171,6 +192,9 @@ struct Hparams {
   uint32_t n_vocab = 0, n_ctx_train = 0, n_rot = 0;
   // The blocks of the file, n_layer run and the NextN blocks after them.
   uint32_t n_block = 0;
+  // Mixture of experts: experts per layer, those each token uses, and
+  // each expert's FFN width (expert_feed_forward_length).
+  uint32_t n_expert = 0, n_expert_used = 0, n_ff_exp = 0;
   // The context the rotation was trained for before it was stretched
   // (rope.scaling.original_context_length; n_ctx_train without it): YaRN's
   // range, and LongRoPE's choice of factors.
@@ -290,6 +314,9 @@ class Model {
   Hparams hp_;
   Weight token_embd_, output_norm_, output_, output_bias_, rope_freqs_;
   Weight rope_long_, rope_short_;  // LongRoPE's factors
+  // The 2-D slices of 3-D expert tensors that Layer's expert Weights point
+  // to (stable addresses: the Model moves, the slices do not).
+  std::vector<std::unique_ptr<gguf::TensorInfo>> expert_slices_;
   std::vector<Layer> layers_;
   bool uses_long_factors(size_t n_ctx) const;
 };

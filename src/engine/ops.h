@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "engine/model.h"
 #include "kernels/activation.h"
@@ -63,6 +64,15 @@ inline void rope_angles(size_t pos, const RopeFrequencies& rope, uint32_t n_rot,
   }
 }
 
+// The sum of 16 floats as GCC's _mm512_reduce_add_ps adds them: halves,
+// then quarters, then the two pairs.
+inline float reduce_add_16(const float* v) {
+  float eighths[8], quarters[4];
+  for (size_t j = 0; j < 8; ++j) eighths[j] = v[j + 8] + v[j];
+  for (size_t j = 0; j < 4; ++j) quarters[j] = eighths[j + 4] + eighths[j];
+  return (quarters[0] + quarters[2]) + (quarters[1] + quarters[3]);
+}
+
 // LayerNorm (Ba et al. 2016) without a bias: (x - mean) / sqrt(var +
 // eps) * weight, in the steps of ggml_compute_forward_norm_f32 in
 // llama.cpp's AVX-512 build: the mean from a double sum, rounded to float;
@@ -84,10 +94,7 @@ inline void layer_norm(const float* x, const float* weight, float* out, size_t n
       out[i + j] = d;
       sq[j] = d * d;
     }
-    float eighths[8], quarters[4];
-    for (size_t j = 0; j < 8; ++j) eighths[j] = sq[j + 8] + sq[j];
-    for (size_t j = 0; j < 4; ++j) quarters[j] = eighths[j + 4] + eighths[j];
-    squares += static_cast<double>((quarters[0] + quarters[2]) + (quarters[1] + quarters[3]));
+    squares += static_cast<double>(reduce_add_16(sq));
   }
   for (; i < n; ++i) {
     const float d = x[i] - mean;
@@ -97,6 +104,50 @@ inline void layer_norm(const float* x, const float* weight, float* out, size_t n
   const auto variance = static_cast<float>(squares / static_cast<double>(n));
   const float scale = 1.0f / std::sqrt(variance + eps);
   for (size_t j = 0; j < n; ++j) out[j] = (out[j] * scale) * weight[j];
+}
+
+// softmax(x) into y, as ggml_compute_forward_soft_max_f32 (scale 1, no
+// mask) in llama.cpp's AVX-512 build: the max; exp(x - max) 16 at a time
+// by ggml_v_expf, each group's sum (reduce_add_16) added into a double,
+// the last n % 16 by libm's expf one by one; then y times 1 / sum,
+// rounded to float.
+inline void softmax(const float* x, float* y, size_t n) {
+  float max = -INFINITY;
+  for (size_t i = 0; i < n; ++i) max = x[i] > max ? x[i] : max;
+  double sum = 0;
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    for (size_t j = 0; j < 16; ++j) y[i + j] = kernels::ggml_expf(x[i + j] - max);
+    sum += static_cast<double>(reduce_add_16(y + i));
+  }
+  for (; i < n; ++i) {
+    y[i] = std::exp(x[i] - max);
+    sum += static_cast<double>(y[i]);
+  }
+  const auto inv = static_cast<float>(1.0 / sum);
+  for (size_t j = 0; j < n; ++j) y[j] *= inv;
+}
+
+// A mixture of experts' choice for one token (llama.cpp's build_moe_ffn
+// with softmax gating and normalized weights): the router's logits to
+// probabilities (softmax), the n_used most probable experts (an argsort,
+// descending), and their probabilities over their sum (a double sum
+// rounded to float, at least 2^-14), in that order.
+inline void choose_experts(const float* logits, size_t n_expert, size_t n_used, float* probs,
+                           int32_t* chosen, float* weights) {
+  softmax(logits, probs, n_expert);
+  std::vector<int32_t> order(n_expert);
+  for (size_t e = 0; e < n_expert; ++e) order[e] = static_cast<int32_t>(e);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int32_t a, int32_t b) { return probs[a] > probs[b]; });
+  double sum = 0;
+  for (size_t k = 0; k < n_used; ++k) {
+    chosen[k] = order[k];
+    weights[k] = probs[order[k]];
+    sum += static_cast<double>(weights[k]);
+  }
+  const float total = std::max(static_cast<float>(sum), 6.103515625e-5f);
+  for (size_t k = 0; k < n_used; ++k) weights[k] /= total;
 }
 
 // A block's or the output's norm: LayerNorm where the model has them

@@ -115,11 +115,15 @@ TEST(InspectText, ShowsHowQuipComputesTheModel) {
   EXPECT_EQ(computed.at("final_softcap"), 20.0);
 
   const RunResult moe = run_quip({"inspect", archs("tiny-qwen3moe-e64-f16.gguf")});
-  ASSERT_EQ(moe.status, kExitOk) << moe.err;  // inspect reads any GGUF
-  const std::string runs = text_row(moe.out, "runs").value_or("");
-  EXPECT_TRUE(runs.starts_with("no: ")) << moe.out;
-  EXPECT_NE(runs.find("qwen3moe"), std::string::npos) << moe.out;
-  EXPECT_NE(runs.find("not supported"), std::string::npos) << moe.out;
+  ASSERT_EQ(moe.status, kExitOk) << moe.err;
+  EXPECT_EQ(text_row(moe.out, "experts"), "8, 2 per token, FFN 64 wide") << moe.out;
+
+  const RunResult oss = run_quip({"inspect", archs("tiny-gpt-oss-e64-f16.gguf")});
+  ASSERT_EQ(oss.status, kExitOk) << oss.err;  // inspect reads any GGUF
+  const std::string runs = text_row(oss.out, "runs").value_or("");
+  EXPECT_TRUE(runs.starts_with("no: ")) << oss.out;
+  EXPECT_NE(runs.find("gpt-oss"), std::string::npos) << oss.out;
+  EXPECT_NE(runs.find("not supported"), std::string::npos) << oss.out;
 }
 
 // RoPE scaling is named by its kind: a YaRN file is not shown as linear.

@@ -57,7 +57,7 @@ std::vector<std::byte> tiny_model(const std::string& arch,
     zeros("blk.0.post_attention_norm.weight", {64});
     zeros("blk.0.post_ffw_norm.weight", {64});
   }
-  if (arch == "gemma3" || arch == "qwen3vl") {
+  if (arch == "gemma3" || arch == "qwen3vl" || arch == "qwen3moe") {
     zeros("blk.0.attn_q_norm.weight", {16});
     zeros("blk.0.attn_k_norm.weight", {16});
   }
@@ -276,6 +276,27 @@ TEST(ModelBind, ReadsPerLayerCountsOnlyWhereTheyAgree) {
                   "per-layer llama.feed_forward_length (128 in layer 0, 256 in layer 1)"},
         std::pair{counts({128, 128}, {2, 4}, 2),
                   "per-layer llama.attention.head_count_kv (2 in layer 0, 4 in layer 1)"}}) {
+    ASSERT_FALSE(result.ok());
+    EXPECT_NE(result.error().message.find(what), std::string::npos) << result.error().message;
+  }
+}
+
+// A mixture of experts needs its counts: both keys, and no more experts
+// used per token than there are.
+TEST(ModelBind, RefusesBrokenExpertCounts) {
+  const auto bind_moe = [](std::optional<uint32_t> count, std::optional<uint32_t> used) {
+    return bind_hparams("qwen3moe", [=](gguf::GgufWriter& w) {
+      if (count) w.set("qwen3moe.expert_count", *count);
+      if (used) w.set("qwen3moe.expert_used_count", *used);
+    });
+  };
+  for (const auto& [result, what] :
+       {std::pair{bind_moe(std::nullopt, 2u), "qwen3moe.expert_count"},
+        std::pair{bind_moe(4u, std::nullopt), "qwen3moe.expert_used_count"},
+        std::pair{bind_moe(4u, 8u), "qwen3moe.expert_used_count 8 must be 1 to"},
+        std::pair{bind_moe(4u, 0u), "qwen3moe.expert_used_count 0 must be 1 to"},
+        // Counts that agree get as far as the tensors, which this file lacks.
+        std::pair{bind_moe(4u, 2u), "blk.0.ffn_gate_inp.weight"}}) {
     ASSERT_FALSE(result.ok());
     EXPECT_NE(result.error().message.find(what), std::string::npos) << result.error().message;
   }
