@@ -131,12 +131,8 @@ TEST(InspectText, NamesTheRopeScaling) {
   testing::TempDir dir;
   const std::string yarn = (dir.path() / "yarn.gguf").string();
   const std::string linear = (dir.path() / "linear.gguf").string();
-  ASSERT_EQ(testing::run_command({QUIP_SYNTH_BINARY, "tiny", yarn, "--rope-scaling", "yarn:4:512"})
-                .status,
-            0);
-  ASSERT_EQ(testing::run_command({QUIP_SYNTH_BINARY, "tiny", linear, "--rope-scaling", "linear:4"})
-                .status,
-            0);
+  ASSERT_TRUE(testing::synthesize(yarn, "tiny", {"--rope-scaling", "yarn:4:512"}));
+  ASSERT_TRUE(testing::synthesize(linear, "tiny", {"--rope-scaling", "linear:4"}));
   const RunResult y = run_quip({"inspect", yarn});
   ASSERT_EQ(y.status, kExitOk) << y.err;
   EXPECT_TRUE(text_row(y.out, "rope scaling").value_or("").starts_with("yarn, angles x 0.25"))
@@ -149,10 +145,7 @@ TEST(InspectText, NamesTheRopeScaling) {
   EXPECT_EQ(nlohmann::json::parse(j.out).at("summary").at("computed").at("rope_scaling"), "yarn");
   // LongRoPE: Phi-3's factor tensors, and the context that chooses them.
   const std::string longrope = (dir.path() / "longrope.gguf").string();
-  ASSERT_EQ(testing::run_command(
-                {QUIP_SYNTH_BINARY, "tiny-phi3", longrope, "--rope-scaling", "longrope:1024"})
-                .status,
-            0);
+  ASSERT_TRUE(testing::synthesize(longrope, "tiny-phi3", {"--rope-scaling", "longrope:1024"}));
   const RunResult lr = run_quip({"inspect", longrope});
   ASSERT_EQ(lr.status, kExitOk) << lr.err;
   const std::string row = text_row(lr.out, "rope scaling").value_or("");
@@ -171,7 +164,7 @@ TEST(InspectText, NamesTheRopeScaling) {
 TEST(InspectText, ShowsNextNBlocks) {
   testing::TempDir dir;
   const std::string path = (dir.path() / "glm4.gguf").string();
-  ASSERT_EQ(testing::run_command({QUIP_SYNTH_BINARY, "tiny-glm4", path, "--nextn", "1"}).status, 0);
+  ASSERT_TRUE(testing::synthesize(path, "tiny-glm4", {"--nextn", "1"}));
   const RunResult r = run_quip({"inspect", path});
   ASSERT_EQ(r.status, kExitOk) << r.err;
   EXPECT_EQ(text_row(r.out, "layers"), "3") << r.out;
@@ -187,10 +180,8 @@ TEST(InspectText, ShowsNextNBlocks) {
 TEST(InspectText, ShowsTheAttentionTemperature) {
   testing::TempDir dir;
   const std::string path = (dir.path() / "mistral3.gguf").string();
-  ASSERT_EQ(testing::run_command({QUIP_SYNTH_BINARY, "tiny-mistral3", path, "--rope-scaling",
-                                  "yarn:16:64", "--attn-temperature", "0.1"})
-                .status,
-            0);
+  ASSERT_TRUE(testing::synthesize(path, "tiny-mistral3",
+                                  {"--rope-scaling", "yarn:16:64", "--attn-temperature", "0.1"}));
   const RunResult r = run_quip({"inspect", path});
   ASSERT_EQ(r.status, kExitOk) << r.err;
   EXPECT_EQ(text_row(r.out, "temperature"), "queries x 1 + 0.1 ln(floor(position / 64) + 1)")

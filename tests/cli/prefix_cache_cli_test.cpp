@@ -117,10 +117,7 @@ TEST_F(PrefixCacheCli, SecondIdenticalRawCallEvaluatesAtMostOneToken) {
 TEST_F(PrefixCacheCli, LongRopeContextsDoNotShareRows) {
   testing::TempDir dir;
   const std::string model = (dir.path() / "longrope.gguf").string();
-  ASSERT_EQ(testing::run_command(
-                {QUIP_SYNTH_BINARY, "tiny-phi3", model, "--rope-scaling", "longrope:1024"})
-                .status,
-            0);
+  ASSERT_TRUE(testing::synthesize(model, "tiny-phi3", {"--rope-scaling", "longrope:1024"}));
   const std::vector<std::string> args = {"--raw", "-m",         model, "-n",
                                          "4",     "--logprobs", "4",   kStory};
   const auto with_context = [&](const char* n_ctx) {

@@ -10,11 +10,13 @@
 #include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "engine/forward.h"
 #include "engine/reference_outputs.h"
+#include "support/run_quip.h"
 #include "support/shared.h"
 
 namespace quip::engine {
@@ -41,9 +43,10 @@ Synthesized synthesize(const std::string& shape, const std::string& options) {
   Synthesized s;
   s.path = fs::temp_directory_path() /
            ("quip-synth-" + std::to_string(::getpid()) + "-" + shape + ".gguf");
-  const std::string cmd =
-      std::string(QUIP_SYNTH_BINARY) + " " + shape + " " + s.path.string() + " " + options;
-  EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  std::vector<std::string> flags;
+  std::istringstream words(options);
+  for (std::string word; words >> word;) flags.push_back(word);
+  if (!testing::synthesize(s.path, shape, flags)) return s;
   auto f = gguf::GgufFile::open(s.path.string());
   EXPECT_TRUE(f.ok()) << f.error().message;
   if (!f.ok()) return s;

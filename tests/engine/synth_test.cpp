@@ -12,6 +12,7 @@
 
 #include "engine/forward_ref.h"
 #include "gguf/reader.h"
+#include "support/run_quip.h"
 #include "tokenizer/tokenizer.h"
 
 namespace quip::engine {
@@ -22,9 +23,9 @@ namespace fs = std::filesystem;
 fs::path synth(const std::string& shape, const std::string& type) {
   const fs::path out = fs::temp_directory_path() /
                        ("quip-synth-" + std::to_string(::getpid()) + "-" + shape + ".gguf");
-  const std::string cmd = std::string(QUIP_SYNTH_BINARY) + " " + shape + " " + out.string() +
-                          (type.empty() ? "" : " --type " + type);
-  EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  testing::synthesize(
+      out, shape,
+      type.empty() ? std::vector<std::string>{} : std::vector<std::string>{"--type", type});
   return out;
 }
 

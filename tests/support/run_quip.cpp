@@ -60,6 +60,15 @@ RunResult run_quip(const std::vector<std::string>& args, const RunOptions& optio
   return run_command(command, options);
 }
 
+bool synthesize(const std::filesystem::path& path, const std::string& shape,
+                const std::vector<std::string>& flags) {
+  std::vector<std::string> command = {QUIP_SYNTH_BINARY, shape, path.string()};
+  command.insert(command.end(), flags.begin(), flags.end());
+  const RunResult r = run_command(command);
+  EXPECT_EQ(r.status, 0) << "quip-synth " << shape << ": " << r.err;
+  return r.status == 0;
+}
+
 RunResult run_command(const std::vector<std::string>& command, const RunOptions& options) {
   RunResult r;
   TempDir dir;

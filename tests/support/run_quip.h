@@ -58,6 +58,12 @@ RunResult run_quip(const std::vector<std::string>& args, const RunOptions& optio
 // Runs command[0] (a path) with the arguments that follow, as run_quip does.
 RunResult run_command(const std::vector<std::string>& command, const RunOptions& options = {});
 
+// Runs QUIP_SYNTH_BINARY to write SHAPE's random-weight model, with
+// quip-synth's `flags`, to `path`. A failure is a test failure; returns
+// whether the file was written.
+bool synthesize(const std::filesystem::path& path, const std::string& shape,
+                const std::vector<std::string>& flags = {});
+
 // Runs quip and checks the error contract: exit status `status`, nothing on
 // stdout, exactly one line on stderr. Returns the run for further checks.
 RunResult expect_failure(const std::vector<std::string>& args, int status,
