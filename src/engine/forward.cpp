@@ -317,35 +317,62 @@ void Forward::add_bias(const std::vector<float>& bias, float* rows, size_t n) {
 
 // h = a mixture of experts' output for each of the n tokens of h (Shazeer
 // et al. 2017): the chosen experts' SwiGLU FFNs, each times its weight,
-// added in the order of choice. Each token is multiplied alone, as
-// llama.cpp's mul_mat_id multiplies each token's row (so in the float
-// order of a single token's products).
+// added in the order of choice. Each expert multiplies all the tokens that
+// chose it at once (its rows are read once per batch), each token in the
+// float order of a token alone, as llama.cpp's mul_mat_id multiplies each
+// token's row.
 void Forward::moe_ffn(const Layer& l, size_t n) {
   const size_t n_embd = hp_.n_embd, n_expert = hp_.n_expert, n_used = hp_.n_expert_used;
   const size_t n_ff = hp_.n_ff_exp;
   router_.resize(n * n_expert);
   multiply({{&l.router, router_.data()}}, h_.data(), n_embd, n);
-  std::vector<float> probs(n_expert), weights(n_used);
-  std::vector<int32_t> chosen(n_used);
-  moe_.resize(n * n_embd);
-  expert_gate_.resize(n_ff), expert_up_.resize(n_ff), expert_out_.resize(n_embd);
+  // The choices: token t's k-th expert and weight at [t * n_used + k].
+  std::vector<int32_t> chosen(n * n_used);
+  std::vector<float> weights(n * n_used), probs(n_expert);
   for (size_t t = 0; t < n; ++t) {
     ops::choose_experts(router_.data() + t * n_expert, n_expert, n_used, probs.data(),
-                        chosen.data(), weights.data());
-    float* out = moe_.data() + t * n_embd;
+                        chosen.data() + t * n_used, weights.data() + t * n_used);
+  }
+  expert_out_.resize(n * n_used * n_embd);
+  std::vector<size_t> choices;  // of one expert: indices t * n_used + k
+  for (size_t e = 0; e < n_expert; ++e) {
+    choices.clear();
+    for (size_t c = 0; c < n * n_used; ++c) {
+      if (static_cast<size_t>(chosen[c]) == e) choices.push_back(c);
+    }
+    if (choices.empty()) continue;
+    const size_t m = choices.size();
+    expert_in_.resize(m * n_embd), expert_gate_.resize(m * n_ff), expert_up_.resize(m * n_ff);
+    for (size_t i = 0; i < m; ++i) {
+      const float* row = h_.data() + choices[i] / n_used * n_embd;
+      std::copy(row, row + n_embd, expert_in_.data() + i * n_embd);
+    }
+    multiply({{&l.gate_exps[e], expert_gate_.data()}, {&l.up_exps[e], expert_up_.data()}},
+             expert_in_.data(), n_embd, m, /*alone=*/true);
+    pool_->parallel_for(m * n_ff, [&](size_t begin, size_t end) {
+      swiglu_(expert_gate_.data() + begin, expert_up_.data() + begin, expert_gate_.data() + begin,
+              end - begin);
+    });
+    // The outputs into expert_in_, then each to its (token, choice).
+    expert_in_.resize(m * n_embd);
+    multiply({{&l.down_exps[e], expert_in_.data()}}, expert_gate_.data(), n_ff, m,
+             /*alone=*/true);
+    for (size_t i = 0; i < m; ++i) {
+      std::copy(expert_in_.data() + i * n_embd, expert_in_.data() + (i + 1) * n_embd,
+                expert_out_.data() + choices[i] * n_embd);
+    }
+  }
+  for (size_t t = 0; t < n; ++t) {
+    float* out = h_.data() + t * n_embd;
     for (size_t k = 0; k < n_used; ++k) {
-      const auto e = static_cast<size_t>(chosen[k]);
-      multiply({{&l.gate_exps[e], expert_gate_.data()}, {&l.up_exps[e], expert_up_.data()}},
-               h_.data() + t * n_embd, n_embd, 1);
-      swiglu_(expert_gate_.data(), expert_up_.data(), expert_gate_.data(), n_ff);
-      multiply({{&l.down_exps[e], expert_out_.data()}}, expert_gate_.data(), n_ff, 1);
+      const float* expert = expert_out_.data() + (t * n_used + k) * n_embd;
+      const float w = weights[t * n_used + k];
       for (size_t i = 0; i < n_embd; ++i) {
-        const float weighted = expert_out_[i] * weights[k];
+        const float weighted = expert[i] * w;
         out[i] = k == 0 ? weighted : out[i] + weighted;
       }
     }
   }
-  std::copy(moe_.begin(), moe_.begin() + static_cast<long>(n * n_embd), h_.begin());
 }
 
 // h = the branch's input: x RMS-normed by `norm`, or x itself without one.
@@ -377,7 +404,7 @@ void Forward::add_residual(const std::vector<float>& post_norm, size_t n) {
 }
 
 void Forward::multiply(std::initializer_list<Product> products, const float* in, size_t n_in,
-                       size_t n) {
+                       size_t n, bool alone) {
   // Each distinct operand format once: the products of a layer's Q, K and
   // V usually share one.
   struct Operand {
@@ -435,7 +462,7 @@ void Forward::multiply(std::initializer_list<Product> products, const float* in,
         // is repacked too: llama.cpp loads it a second time, as a weight of
         // the output layer); without them, every column as a token alone.
         const kernels::BatchOrder order =
-            kernels::llama_cpp_order(type, p.w->n_out, n_in, llama_cpp_orders_ ? n : 1);
+            kernels::llama_cpp_order(type, p.w->n_out, n_in, llama_cpp_orders_ && !alone ? n : 1);
         const kernels::DotFn lead_dot = kernels::dot_function(type, isa_, order.lead_order);
         const kernels::DotFn rest_dot = kernels::dot_function(type, isa_, order.rest_order);
         const size_t lead = order.lead;

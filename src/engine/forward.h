@@ -84,8 +84,11 @@ class Forward {
   void add_residual(const std::vector<float>& post_norm, size_t n);
   void layer(uint32_t il, size_t n, size_t pos0);
   void moe_ffn(const Layer& l, size_t n);
-  // The products of several weights with one input, in one parallel loop.
-  void multiply(std::initializer_list<Product> products, const float* in, size_t n_in, size_t n);
+  // The products of several weights with one input, in one parallel loop;
+  // with `alone`, each of the n columns in the float order of a token
+  // multiplied alone (as llama.cpp's mul_mat_id multiplies each token).
+  void multiply(std::initializer_list<Product> products, const float* in, size_t n_in, size_t n,
+                bool alone = false);
   void rope_tables(size_t n, size_t pos0);
 
   const Model& m_;
@@ -110,9 +113,10 @@ class Forward {
   std::vector<float> gate_, up_;  // (batch, n_ff)
   std::vector<float> fused_;      // a fused product's rows before the split
   std::vector<float> branch_;     // (batch, n_embd) the attention's output (parallel blocks)
-  // Mixture of experts: router logits (batch, n_expert), the output
-  // (batch, n_embd), one expert's gate, up (n_ff_exp) and output (n_embd).
-  std::vector<float> router_, moe_, expert_gate_, expert_up_, expert_out_;
+  // Mixture of experts: router logits (batch, n_expert); for one expert
+  // at a time, the inputs of its tokens (n_embd each), their gate and up
+  // (n_ff_exp each); every (token, choice)'s output (n_embd each).
+  std::vector<float> router_, expert_in_, expert_gate_, expert_up_, expert_out_;
   // (batch, n_rot / 2) per rotation: [0] the global layers', [sliding_table_]
   // the sliding layers' (1 where they rotate otherwise, else 0).
   std::vector<float> cos_[2], sin_[2];

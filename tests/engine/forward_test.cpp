@@ -298,7 +298,9 @@ INSTANTIATE_TEST_SUITE_P(Shared, Properties,
                                            "tiny-qwen3-e64-bf16.gguf", "tiny-llama3-e64-q8_0.gguf",
                                            // sliding windows over several batches
                                            "archs/tiny-gemma3-e64-f16.gguf",
-                                           "archs/tiny-gemma2-e96-f16.gguf"),
+                                           "archs/tiny-gemma2-e96-f16.gguf",
+                                           // a mixture of experts
+                                           "archs/tiny-qwen3moe-e256-q4_k_m.gguf"),
                          reference::ModelTestName());
 
 }  // namespace
