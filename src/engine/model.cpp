@@ -412,9 +412,10 @@ Result<Model> Model::bind(const gguf::GgufFile& f) {
   }
   if (auto r = read_attention_keys(f, *m.arch_, prefix, hp); !r) return r.error();
   if (m.arch_->scales) {
+    float logit_scale = 0;
     // Granite: the logit scale is required, the others optional (as llama.cpp).
     for (auto [suffix, out, required] :
-         {std::tuple{"logit_scale", &hp.logit_scale, true},
+         {std::tuple{"logit_scale", &logit_scale, true},
           std::tuple{"residual_scale", &hp.residual_scale, false},
           std::tuple{"embedding_scale", &hp.embedding_scale, false},
           std::tuple{"attention.scale", &hp.attention_scale, false}}) {
@@ -425,8 +426,8 @@ Result<Model> Model::bind(const gguf::GgufFile& f) {
       }
       *out = v->value_or(0.0f);
     }
-    if (hp.logit_scale == 0) return Error{prefix + key("logit_scale") + " must not be 0"};
-    hp.logit_factor = 1.0f / hp.logit_scale;  // ggml_scale by 1 / logit_scale
+    if (logit_scale == 0) return Error{prefix + key("logit_scale") + " must not be 0"};
+    hp.logit_factor = 1.0f / logit_scale;  // ggml_scale by 1 / logit_scale
     // Granite turns rotation off with rope.scaling.finetuned = false.
     auto finetuned = f.get_optional<bool>(key("rope.scaling.finetuned"));
     if (!finetuned) return finetuned.error();
@@ -449,7 +450,6 @@ Result<Model> Model::bind(const gguf::GgufFile& f) {
   if (m.arch_->logit_scale_multiplies) {  // cohere2: required, and multiplies
     auto scale = f.get<float>(key("logit_scale"));
     if (!scale) return scale.error();
-    hp.logit_scale = *scale;
     hp.logit_factor = *scale;
   }
   if (!std::isfinite(hp.logit_factor) || !std::isfinite(hp.norm_eps)) {

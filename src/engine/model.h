@@ -210,7 +210,7 @@ struct Hparams {
   // residual add; attention scores times attention_scale instead of
   // 1/sqrt(head_dim); logits times logit_factor (granite's 1 /
   // logit_scale, cohere2's logit_scale).
-  float embedding_scale = 0, residual_scale = 0, attention_scale = 0, logit_scale = 0;
+  float embedding_scale = 0, residual_scale = 0, attention_scale = 0;
   float logit_factor = 0;
   // ArchSpec::scale_queries's factor.
   float query_scale = 0;
