@@ -150,7 +150,8 @@ struct Summary {
   // How quip computes the model (its windows, soft caps, RoPE scaling), or
   // why it cannot.
   std::optional<engine::Hparams> computed;
-  bool long_rope = false;  // LongRoPE's factor tensors
+  const engine::ArchSpec* spec = nullptr;  // where it runs
+  bool long_rope = false;                  // LongRoPE's factor tensors
   std::string not_runnable;
 };
 
@@ -198,6 +199,7 @@ Summary summarize(const GgufFile& f) {
   }
   if (auto m = engine::Model::bind(f)) {
     s.computed = m->hparams();
+    s.spec = &m->arch();
     s.long_rope = m->long_rope();
   } else {
     s.not_runnable = m.error().message;
@@ -221,6 +223,14 @@ std::string_view rope_scaling_kind(const Summary& s) {
   if (rope.ext_factor != 0) return "yarn";
   if (s.long_rope) return "longrope";
   return rope.freq_scale != 1 || rope.mscale != 1 ? "linear" : "none";
+}
+
+// How a mixture of experts weighs the experts it chooses.
+std::string expert_weights(const engine::MoeSpec& moe) {
+  std::string how = moe.gating == engine::Gating::Softmax ? "softmax over all experts"
+                                                          : "softmax over the chosen";
+  if (moe.normalize) how += ", normalized";
+  return how;
 }
 
 // What quip computes beyond the plain transformer: nulls where the model
@@ -251,10 +261,12 @@ Json computed_json(const Summary& s) {
               {"query_scale", value_or_null(hp.query_scale)},
               {"attn_temperature_scale", value_or_null(hp.attn_temp_scale)},
               {"nextn_blocks", hp.n_block - hp.n_layer},
+              {"attn_sinks", s.spec->sinks},
               {"experts", hp.n_expert == 0 ? Json(nullptr)
                                            : Json{{"count", hp.n_expert},
                                                   {"used", hp.n_expert_used},
-                                                  {"feed_forward_length", hp.n_ff_exp}}}};
+                                                  {"feed_forward_length", hp.n_ff_exp},
+                                                  {"weights", expert_weights(*s.spec->moe)}}}};
 }
 
 template <class T>
@@ -391,8 +403,10 @@ void print_text(const GgufFile& f, const Summary& s, bool list_tensors, std::ost
     }
     if (hp.n_expert != 0) {
       row("experts", std::to_string(hp.n_expert) + ", " + std::to_string(hp.n_expert_used) +
-                         " per token, FFN " + std::to_string(hp.n_ff_exp) + " wide");
+                         " per token, FFN " + std::to_string(hp.n_ff_exp) +
+                         " wide (weights: " + expert_weights(*s.spec->moe) + ")");
     }
+    if (s.spec->sinks) row("attention sinks", "a logit per head");
     if (hp.n_block != hp.n_layer) {
       row("nextn blocks", std::to_string(hp.n_block - hp.n_layer) + " after the " +
                               std::to_string(hp.n_layer) +

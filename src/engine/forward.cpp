@@ -205,10 +205,16 @@ void Forward::layer(uint32_t il, size_t n, size_t pos0) {
     pool_->parallel_for(hp_.n_head * row_tiles, [&](size_t begin, size_t end) {
       for (size_t item = begin; item < end; ++item) {
         const size_t h = item / row_tiles, t0 = item % row_tiles * kRows;
-        const size_t kv_head = h / group;
-        attend_tiles_(hd, std::min(kRows, n - t0), pos0 + t0, q_.data() + t0 * q_dim + h * hd,
-                      q_dim, k_cache + kv_head * hd, v_cache + kv_head * hd, kv_dim, scores, window,
-                      attn_.data() + t0 * q_dim + h * hd, q_dim);
+        const size_t kv_head = h / group, rows = std::min(kRows, n - t0);
+        float* out = attn_.data() + t0 * q_dim + h * hd;
+        float states[2 * kRows];  // with a sink: each query's maximum and sum
+        attend_tiles_(hd, rows, pos0 + t0, q_.data() + t0 * q_dim + h * hd, q_dim,
+                      k_cache + kv_head * hd, v_cache + kv_head * hd, kv_dim, scores, window, out,
+                      q_dim, lv.sinks.empty() ? nullptr : states);
+        for (size_t i = 0; i < rows && !lv.sinks.empty(); ++i) {
+          kernels::add_sink(hd, lv.sinks[h], states + 2 * i, out + i * q_dim);
+          kernels::finish_head(hd, states + 2 * i, out + i * q_dim, out + i * q_dim);
+        }
       }
     });
   } else {
@@ -229,22 +235,33 @@ void Forward::layer(uint32_t il, size_t n, size_t pos0) {
         const uint16_t* v = v_cache + kv_head * hd;
         float* out = attn_.data() + t * q_dim + h * hd;
         const size_t start = kernels::first_seen(pos0 + t, window);
+        const float* sinks = lv.sinks.empty() ? nullptr : lv.sinks.data() + h;
         if (split == 0) {
+          float states[2 * kHeadsPerItem];  // with sinks: each head's maximum and sum
           attend_(hd, heads, pos0 + t + 1 - start, q, k + start * kv_dim, v + start * kv_dim,
-                  kv_dim, scores, out, nullptr);
+                  kv_dim, scores, out, sinks != nullptr ? states : nullptr);
+          for (size_t g = 0; g < heads && sinks != nullptr; ++g) {
+            kernels::add_sink(hd, sinks[g], states + 2 * g, out + g * hd);
+            kernels::finish_head(hd, states + 2 * g, out + g * hd, out + g * hd);
+          }
           continue;
         }
         // Chunk c of head g: its state at partials[(c * heads + g) * 2], its
         // accumulator at accs[(c * heads + g) * hd]; a chunk wholly before
-        // the window stays empty, as ggml skips masked positions.
+        // the window stays empty, as ggml skips masked positions (but the
+        // first takes the sinks even so).
         constexpr size_t kChunks = kernels::kSplitAttentionChunks;
         thread_local std::vector<float> accs, partials;
-        accs.resize(kChunks * heads * hd), partials.assign(kChunks * heads * 2, 0.0f);
+        accs.assign(kChunks * heads * hd, 0.0f), partials.assign(kChunks * heads * 2, 0.0f);
+        for (size_t g = 0; g < heads; ++g) partials[2 * g] = -INFINITY;
         for (size_t c = 0; c < kChunks && c * split < pos0 + 1; ++c) {
           const size_t from = std::max(c * split, start), to = std::min((c + 1) * split, pos0 + 1);
           if (from >= to) continue;
           attend_(hd, heads, to - from, q, k + from * kv_dim, v + from * kv_dim, kv_dim, scores,
                   accs.data() + c * heads * hd, partials.data() + c * heads * 2);
+        }
+        for (size_t g = 0; g < heads && sinks != nullptr; ++g) {
+          kernels::add_sink(hd, sinks[g], partials.data() + 2 * g, accs.data() + g * hd);
         }
         for (size_t g = 0; g < heads; ++g) {
           kernels::merge_attention_chunks(hd, kChunks, partials.data() + g * 2, heads * 2,
@@ -270,7 +287,7 @@ void Forward::layer(uint32_t il, size_t n, size_t pos0) {
   }
 
   if (m_.arch().moe) {
-    moe_ffn(l, n);
+    moe_ffn(l, lv, n);
     add_residual(lv.post_ffn_norm, n);
     return;
   }
@@ -316,23 +333,34 @@ void Forward::add_bias(const std::vector<float>& bias, float* rows, size_t n) {
 }
 
 // h = a mixture of experts' output for each of the n tokens of h (Shazeer
-// et al. 2017): the chosen experts' SwiGLU FFNs, each times its weight,
+// et al. 2017): the chosen experts' gated FFNs, each times its weight,
 // added in the order of choice. Each expert multiplies all the tokens that
 // chose it at once (its rows are read once per batch), each token in the
 // float order of a token alone, as llama.cpp's mul_mat_id multiplies each
 // token's row.
-void Forward::moe_ffn(const Layer& l, size_t n) {
+void Forward::moe_ffn(const Layer& l, const LayerVectors& lv, size_t n) {
+  const MoeSpec& spec = *m_.arch().moe;
   const size_t n_embd = hp_.n_embd, n_expert = hp_.n_expert, n_used = hp_.n_expert_used;
   const size_t n_ff = hp_.n_ff_exp;
   router_.resize(n * n_expert);
   multiply({{&l.router, router_.data()}}, h_.data(), n_embd, n);
+  add_bias(lv.router_bias, router_.data(), n);
   // The choices: token t's k-th expert and weight at [t * n_used + k].
   std::vector<int32_t> chosen(n * n_used);
   std::vector<float> weights(n * n_used), probs(n_expert);
   for (size_t t = 0; t < n; ++t) {
-    ops::choose_experts(router_.data() + t * n_expert, n_expert, n_used, probs.data(),
+    ops::choose_experts(spec, router_.data() + t * n_expert, n_expert, n_used, probs.data(),
                         chosen.data() + t * n_used, weights.data() + t * n_used);
   }
+  // Expert e's bias row of `biases` (n wide) added to each of m rows.
+  const auto add_expert_bias = [](const std::vector<float>& biases, size_t e, float* rows, size_t m,
+                                  size_t width) {
+    if (biases.empty()) return;
+    const float* b = biases.data() + e * width;
+    for (size_t i = 0; i < m; ++i) {
+      for (size_t j = 0; j < width; ++j) rows[i * width + j] += b[j];
+    }
+  };
   expert_out_.resize(n * n_used * n_embd);
   std::vector<size_t> choices;  // of one expert: indices t * n_used + k
   for (size_t e = 0; e < n_expert; ++e) {
@@ -349,14 +377,19 @@ void Forward::moe_ffn(const Layer& l, size_t n) {
     }
     multiply({{&l.gate_exps[e], expert_gate_.data()}, {&l.up_exps[e], expert_up_.data()}},
              expert_in_.data(), n_embd, m, /*alone=*/true);
+    add_expert_bias(lv.up_exps_bias, e, expert_up_.data(), m, n_ff);
+    add_expert_bias(lv.gate_exps_bias, e, expert_gate_.data(), m, n_ff);
+    const bool clamped = spec.activation == Activation::SwiGLUClamped;
     pool_->parallel_for(m * n_ff, [&](size_t begin, size_t end) {
-      swiglu_(expert_gate_.data() + begin, expert_up_.data() + begin, expert_gate_.data() + begin,
-              end - begin);
+      (clamped ? kernels::swiglu_clamped : swiglu_)(expert_gate_.data() + begin,
+                                                    expert_up_.data() + begin,
+                                                    expert_gate_.data() + begin, end - begin);
     });
     // The outputs into expert_in_, then each to its (token, choice).
     expert_in_.resize(m * n_embd);
     multiply({{&l.down_exps[e], expert_in_.data()}}, expert_gate_.data(), n_ff, m,
              /*alone=*/true);
+    add_expert_bias(lv.down_exps_bias, e, expert_in_.data(), m, n_embd);
     for (size_t i = 0; i < m; ++i) {
       std::copy(expert_in_.data() + i * n_embd, expert_in_.data() + (i + 1) * n_embd,
                 expert_out_.data() + choices[i] * n_embd);

@@ -83,7 +83,7 @@ class Forward {
   static void add_bias(const std::vector<float>& bias, float* rows, size_t n);
   void add_residual(const std::vector<float>& post_norm, size_t n);
   void layer(uint32_t il, size_t n, size_t pos0);
-  void moe_ffn(const Layer& l, size_t n);
+  void moe_ffn(const Layer& l, const LayerVectors& lv, size_t n);
   // The products of several weights with one input, in one parallel loop;
   // with `alone`, each of the n columns in the float order of a token
   // multiplied alone (as llama.cpp's mul_mat_id multiplies each token).

@@ -442,9 +442,15 @@ std::span<const float> ReferenceForward::step(int32_t token) {
     const kernels::AttendFn attend = kernels::attend_function(kernels::Isa::Reference, hd);
     for (uint32_t hh = 0; hh < hp.n_head; ++hh) {
       const size_t kv_off = size_t{hh / group} * hd;
+      float* out = attn.data() + hh * hd;
+      float state[2];  // with a sink (gpt-oss): the maximum and sum before it joins
       attend(hd, 1, n_pos, q.data() + hh * hd, k_cache_[il].data() + start * kv_dim + kv_off,
-             v_cache_[il].data() + start * kv_dim + kv_off, kv_dim, scores, attn.data() + hh * hd,
-             nullptr);
+             v_cache_[il].data() + start * kv_dim + kv_off, kv_dim, scores, out,
+             lv.sinks.empty() ? nullptr : state);
+      if (!lv.sinks.empty()) {
+        kernels::add_sink(hd, lv.sinks[hh], state, out);
+        kernels::finish_head(hd, state, out, out);
+      }
     }
     std::vector<float> attn_out = biased(matvec(l.wo, attn), lv.bo);
     const bool parallel = m_.arch().parallel_block;  // cohere2: the FFN reads h too
@@ -457,18 +463,34 @@ std::span<const float> ReferenceForward::step(int32_t token) {
 
     if (m_.arch().moe) {
       // A mixture of experts (Shazeer et al. 2017): the chosen experts'
-      // SwiGLU FFNs, each times its weight, added in the order of choice.
-      const std::vector<float> logits = matvec(l.router, h);
+      // gated FFNs, each times its weight, added in the order of choice.
+      const MoeSpec& spec = *m_.arch().moe;
+      const std::vector<float> logits = biased(matvec(l.router, h), lv.router_bias);
       std::vector<float> probs(hp.n_expert), weights(hp.n_expert_used), out(hp.n_embd);
       std::vector<int32_t> chosen(hp.n_expert_used);
-      ops::choose_experts(logits.data(), hp.n_expert, hp.n_expert_used, probs.data(), chosen.data(),
-                          weights.data());
+      ops::choose_experts(spec, logits.data(), hp.n_expert, hp.n_expert_used, probs.data(),
+                          chosen.data(), weights.data());
+      // Expert e's row of a bias of the experts, or none.
+      const auto row_of = [](const std::vector<float>& biases, size_t e, size_t width) {
+        return biases.empty()
+                   ? std::vector<float>()
+                   : std::vector<float>(biases.begin() + static_cast<long>(e * width),
+                                        biases.begin() + static_cast<long>((e + 1) * width));
+      };
+      const size_t n_ff = hp.n_ff_exp;
       for (size_t slot = 0; slot < hp.n_expert_used; ++slot) {
         const auto e = static_cast<size_t>(chosen[slot]);
-        std::vector<float> gate = matvec(l.gate_exps[e], h);
-        const std::vector<float> up = matvec(l.up_exps[e], h);
-        for (size_t i = 0; i < gate.size(); ++i) gate[i] = silu(gate[i]) * up[i];
-        const std::vector<float> expert = matvec(l.down_exps[e], gate);
+        std::vector<float> gate =
+            biased(matvec(l.gate_exps[e], h), row_of(lv.gate_exps_bias, e, n_ff));
+        const std::vector<float> up =
+            biased(matvec(l.up_exps[e], h), row_of(lv.up_exps_bias, e, n_ff));
+        if (spec.activation == Activation::SwiGLUClamped) {
+          kernels::swiglu_clamped(gate.data(), up.data(), gate.data(), gate.size());
+        } else {
+          for (size_t i = 0; i < gate.size(); ++i) gate[i] = silu(gate[i]) * up[i];
+        }
+        const std::vector<float> expert =
+            biased(matvec(l.down_exps[e], gate), row_of(lv.down_exps_bias, e, hp.n_embd));
         for (size_t i = 0; i < out.size(); ++i) {
           const float weighted = expert[i] * weights[slot];
           out[i] = slot == 0 ? weighted : out[i] + weighted;

@@ -7,6 +7,7 @@
 #include "base/text.h"
 #include "gguf/keys.h"
 #include "kernels/dequantize.h"
+#include "kernels/dot.h"
 
 namespace quip::engine {
 
@@ -82,7 +83,20 @@ constexpr ArchSpec kArchs[] = {
      .parallel_block = true,
      .always_tied = true,
      .logit_scale_multiplies = true},
-    {.name = "qwen3moe", .rope = RopeStyle::NeoX, .qk_norm = true, .moe = true},
+    {.name = "qwen3moe", .rope = RopeStyle::NeoX, .qk_norm = true, .moe = MoeSpec{}},
+    {.name = "gpt-oss",
+     .rope = RopeStyle::NeoX,
+     .sliding = SlidingWindow{.default_window = 0,
+                              .default_pattern = 2,
+                              .inherits_base = true,
+                              .inherits_scale = true,
+                              .required = true},
+     .moe = MoeSpec{.gating = Gating::SoftmaxChosen,
+                    .normalize = false,
+                    .biases = true,
+                    .activation = Activation::SwiGLUClamped},
+     .sinks = true,
+     .ffn_norm = "post_attention_norm.weight"},
     {.name = "qwen3vl",
      .rope = RopeStyle::NeoX,
      .qk_norm = true,
@@ -319,7 +333,7 @@ Result<Model> Model::bind(const gguf::GgufFile& f) {
     return Error{
         prefix + "architecture '" + printable(*arch) +
         "' is not supported (quip runs llama, qwen2, qwen3, gemma2, gemma3, phi3, olmo2, granite, "
-        "smollm3, mistral3, glm4, qwen3vl, exaone4, cohere2 and qwen3moe)"};
+        "smollm3, mistral3, glm4, qwen3vl, exaone4, cohere2, qwen3moe and gpt-oss)"};
   }
   const auto key = [&](std::string_view suffix) { return k::arch_key(*arch, suffix); };
   const auto u32 = [&](std::string_view suffix, uint32_t* out,
@@ -539,6 +553,7 @@ Result<Model> Model::bind(const gguf::GgufFile& f) {
     const std::string b = "blk." + std::to_string(i) + ".";
     const bool norm = m.arch_->qk_norm, dense = !m.arch_->moe;
     const bool biases = m.arch_->projection_biases && dense;
+    const bool moe_biases = !dense && m.arch_->moe->biases, sinks = m.arch_->sinks;
     // Q, K and V fused or apart, in any family, as llama.cpp's loaders.
     const bool fused_qkv = f.find_tensor(b + "attn_qkv.weight") != nullptr, apart = !fused_qkv;
     const bool fused_up = m.arch_->fused_gate_up;
@@ -561,10 +576,12 @@ Result<Model> Model::bind(const gguf::GgufFile& f) {
           std::tuple{"attn_qkv.weight", n_embd, qkv_dim, fused_qkv, true, &l.wqkv},
           std::tuple{"attn_qkv.bias", qkv_dim, uint64_t{1}, fused_qkv, false, &l.bqkv},
           std::tuple{"attn_output.weight", q_dim, n_embd, true, true, &l.wo},
-          std::tuple{"attn_output.bias", n_embd, uint64_t{1}, biases, false, &l.bo},
+          std::tuple{"attn_output.bias", n_embd, uint64_t{1}, biases || moe_biases, moe_biases,
+                     &l.bo},
+          std::tuple{"attn_sinks.weight", uint64_t{hp.n_head}, uint64_t{1}, sinks, true, &l.sinks},
           std::tuple{"attn_q_norm.weight", q_norm_width, uint64_t{1}, norm, true, &l.q_norm},
           std::tuple{"attn_k_norm.weight", k_norm_width, uint64_t{1}, norm, true, &l.k_norm},
-          std::tuple{"ffn_norm.weight", n_embd, uint64_t{1}, pre && !parallel, true, &l.ffn_norm},
+          std::tuple{m.arch_->ffn_norm, n_embd, uint64_t{1}, pre && !parallel, true, &l.ffn_norm},
           std::tuple{"post_attention_norm.weight", n_embd, uint64_t{1}, post, true,
                      &l.post_attn_norm},
           std::tuple{"post_ffw_norm.weight", n_embd, uint64_t{1}, post, true, &l.post_ffn_norm},
@@ -572,6 +589,14 @@ Result<Model> Model::bind(const gguf::GgufFile& f) {
           std::tuple{"ffn_up.weight", n_embd, fused_up ? 2 * n_ff : n_ff, dense, true, &l.w_up},
           std::tuple{"ffn_down.weight", n_ff, n_embd, dense, true, &l.w_down},
           std::tuple{"ffn_gate_inp.weight", n_embd, uint64_t{hp.n_expert}, !dense, true, &l.router},
+          std::tuple{"ffn_gate_inp.bias", uint64_t{hp.n_expert}, uint64_t{1}, moe_biases, true,
+                     &l.router_bias},
+          std::tuple{"ffn_gate_exps.bias", uint64_t{hp.n_ff_exp}, uint64_t{hp.n_expert}, moe_biases,
+                     true, &l.gate_exps_bias},
+          std::tuple{"ffn_up_exps.bias", uint64_t{hp.n_ff_exp}, uint64_t{hp.n_expert}, moe_biases,
+                     true, &l.up_exps_bias},
+          std::tuple{"ffn_down_exps.bias", n_embd, uint64_t{hp.n_expert}, moe_biases, true,
+                     &l.down_exps_bias},
           std::tuple{"ffn_gate.bias", n_ff, uint64_t{1}, biases, false, &l.b_gate},
           std::tuple{"ffn_up.bias", n_ff, uint64_t{1}, biases, false, &l.b_up},
           std::tuple{"ffn_down.bias", n_embd, uint64_t{1}, biases, false, &l.b_down}}) {
@@ -603,6 +628,19 @@ Result<Model> Model::bind(const gguf::GgufFile& f) {
   return m;
 }
 
+std::vector<float> rows_of(const Weight& w) {
+  std::vector<float> out;
+  if (w) {
+    out.resize(w.n_in * w.n_out);
+    const size_t row_bytes = kernels::row_bytes(w.tensor->type.type, w.n_in);
+    for (uint64_t r = 0; r < w.n_out; ++r) {
+      kernels::dequantize_row(w.tensor->type.type, w.tensor->data.data() + r * row_bytes,
+                              out.data() + r * w.n_in, w.n_in);
+    }
+  }
+  return out;
+}
+
 std::vector<float> vector_of(const Weight& w) {
   std::vector<float> out;
   if (w) {
@@ -625,7 +663,12 @@ LayerVectors::LayerVectors(const Layer& l)
       b_up(vector_of(l.b_up)),
       b_down(vector_of(l.b_down)),
       post_attn_norm(vector_of(l.post_attn_norm)),
-      post_ffn_norm(vector_of(l.post_ffn_norm)) {
+      post_ffn_norm(vector_of(l.post_ffn_norm)),
+      sinks(vector_of(l.sinks)),
+      router_bias(vector_of(l.router_bias)),
+      gate_exps_bias(rows_of(l.gate_exps_bias)),
+      up_exps_bias(rows_of(l.up_exps_bias)),
+      down_exps_bias(rows_of(l.down_exps_bias)) {
   if (l.bqkv) {
     // Rows Q, then K, then V, as the fused weight's: adding the pieces is
     // adding the whole.

@@ -27,6 +27,29 @@ enum class RopeStyle {
 enum class Activation {
   SwiGLU,  // silu(gate) * up (Shazeer 2020)
   GeGLU,   // gelu_tanh(gate) * up: Gemma
+  // gpt-oss's clamped SwiGLU (ggml's swiglu_oai): with g = min(gate, 7),
+  // g * sigmoid(1.702 g) * (clamp(up, -7, 7) + 1).
+  SwiGLUClamped,
+};
+
+// How a mixture of experts weighs the experts it chooses for a token
+// (llama.cpp's gating functions).
+enum class Gating {
+  Softmax,        // a softmax over every expert's logit, then the top k (qwen3moe)
+  SoftmaxChosen,  // the top k logits, then a softmax over those alone (gpt-oss)
+};
+
+// A mixture of experts in place of the FFN (llama.cpp's build_moe_ffn): the
+// router's logits (ffn_gate_inp), the top expert_used_count experts, each
+// expert's gated FFN, weighted and added in the order of choice.
+struct MoeSpec {
+  Gating gating = Gating::Softmax;
+  // The chosen weights over their sum (at least 2^-14).
+  bool normalize = true;
+  // gpt-oss: a bias of the router (ffn_gate_inp.bias) and of each
+  // expert's three matrices (ffn_{gate,up,down}_exps.bias, a row each).
+  bool biases = false;
+  Activation activation = Activation::SwiGLU;
 };
 
 // Sliding-window attention as a family's llama.cpp loader sets it up.
@@ -113,10 +136,13 @@ struct ArchSpec {
   bool parallel_block = false;
   bool always_tied = false;
   bool logit_scale_multiplies = false;
-  // qwen3moe: a mixture of experts in place of the FFN: softmax over the
-  // router's logits, the top expert_used_count experts, their weights
-  // renormalized to sum 1 (llama.cpp's build_moe_ffn).
-  bool moe = false;
+  // qwen3moe, gpt-oss: a mixture of experts in place of the FFN.
+  std::optional<MoeSpec> moe = {};
+  // gpt-oss: attention sinks (attn_sinks, a logit per head that joins each
+  // softmax's denominator and adds no value).
+  bool sinks = false;
+  // The FFN's pre-norm tensor: gpt-oss names it post_attention_norm.
+  const char* ffn_norm = "ffn_norm.weight";
   // glm4: nextn_predict_layers blocks (multi-token prediction) at the end,
   // counted in block_count but never run, as llama.cpp skips them.
   bool nextn = false;
@@ -151,27 +177,51 @@ struct Layer {
   // matrices, slices of the 3-D ffn_{gate,up,down}_exps tensors.
   Weight router;
   std::vector<Weight> gate_exps, up_exps, down_exps;
+  // MoeSpec::biases: the router's, and the experts' (a row per expert).
+  Weight router_bias, gate_exps_bias, up_exps_bias, down_exps_bias;
+  Weight sinks;  // ArchSpec::sinks: n_head logits
 
   // What a token's step reads besides the experts: the matrices it
   // multiplies by, and the vectors (norms, biases); absent ones included.
   std::array<const Weight*, 9> matrices() const {
     return {&wq, &wk, &wv, &wqkv, &wo, &w_gate, &w_up, &w_down, &router};
   }
-  std::array<const Weight*, 14> vectors() const {
-    return {&attn_norm,      &q_norm,       &k_norm,   &bq,     &bk,   &bv,
-            &bqkv,           &bo,           &ffn_norm, &b_gate, &b_up, &b_down,
-            &post_attn_norm, &post_ffn_norm};
+  std::array<const Weight*, 19> vectors() const {
+    return {&attn_norm,
+            &q_norm,
+            &k_norm,
+            &bq,
+            &bk,
+            &bv,
+            &bqkv,
+            &bo,
+            &ffn_norm,
+            &b_gate,
+            &b_up,
+            &b_down,
+            &post_attn_norm,
+            &post_ffn_norm,
+            &sinks,
+            &router_bias,
+            &gate_exps_bias,
+            &up_exps_bias,
+            &down_exps_bias};
   }
 };
 
 // A weight vector (a norm, a bias) in float; empty where `w` is absent.
 std::vector<float> vector_of(const Weight& w);
+// Every row of `w` in float, one after another; empty where it is absent.
+std::vector<float> rows_of(const Weight& w);
 
 // A layer's norms and biases in float, as the forward passes add and
 // multiply them; a fused Q/K/V bias split into bq, bk and bv.
 struct LayerVectors {
   std::vector<float> attn_norm, bq, bk, bv, q_norm, k_norm, bo;
   std::vector<float> ffn_norm, b_gate, b_up, b_down, post_attn_norm, post_ffn_norm;
+  std::vector<float> sinks, router_bias;
+  // The experts' biases, expert e's row at e * its width; empty without.
+  std::vector<float> gate_exps_bias, up_exps_bias, down_exps_bias;
   explicit LayerVectors(const Layer& l);
 };
 

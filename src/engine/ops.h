@@ -128,24 +128,33 @@ inline void softmax(const float* x, float* y, size_t n) {
   for (size_t j = 0; j < n; ++j) y[j] *= inv;
 }
 
-// A mixture of experts' choice for one token (llama.cpp's build_moe_ffn
-// with softmax gating and normalized weights): the router's logits to
-// probabilities (softmax), the n_used most probable experts (an argsort,
-// descending), and their probabilities over their sum (a double sum
-// rounded to float, at least 2^-14), in that order.
-inline void choose_experts(const float* logits, size_t n_expert, size_t n_used, float* probs,
-                           int32_t* chosen, float* weights) {
-  softmax(logits, probs, n_expert);
+// A mixture of experts' choice for one token (llama.cpp's build_moe_ffn):
+// the n_used experts of the largest scores (an argsort, descending; ties
+// in expert order) and their weights, in that order. With Softmax gating
+// the scores are the softmax of the router's logits (into probs) and the
+// weights the chosen ones' probabilities; with SoftmaxChosen, the logits
+// themselves, and the weights a softmax over the chosen logits alone.
+// Normalized, the weights are then over their sum (a double sum rounded to
+// float, at least 2^-14).
+inline void choose_experts(const MoeSpec& spec, const float* logits, size_t n_expert, size_t n_used,
+                           float* probs, int32_t* chosen, float* weights) {
+  if (spec.gating == Gating::Softmax) {
+    softmax(logits, probs, n_expert);
+  } else {
+    std::copy(logits, logits + n_expert, probs);
+  }
   std::vector<int32_t> order(n_expert);
   for (size_t e = 0; e < n_expert; ++e) order[e] = static_cast<int32_t>(e);
   std::stable_sort(order.begin(), order.end(),
                    [&](int32_t a, int32_t b) { return probs[a] > probs[b]; });
-  double sum = 0;
   for (size_t k = 0; k < n_used; ++k) {
     chosen[k] = order[k];
     weights[k] = probs[order[k]];
-    sum += static_cast<double>(weights[k]);
   }
+  if (spec.gating == Gating::SoftmaxChosen) softmax(weights, weights, n_used);
+  if (!spec.normalize) return;
+  double sum = 0;
+  for (size_t k = 0; k < n_used; ++k) sum += static_cast<double>(weights[k]);
   const float total = std::max(static_cast<float>(sum), 6.103515625e-5f);
   for (size_t k = 0; k < n_used; ++k) weights[k] /= total;
 }

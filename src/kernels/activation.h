@@ -6,6 +6,7 @@
 // version, which computes the same values.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 
@@ -48,6 +49,18 @@ inline float ggml_gelu_tanh(float x) {
 // and otherwise GELU is read from a table of the half-precision inputs, each
 // entry rounded to half. out may be gate.
 void geglu(const float* gate, const float* up, float* out, size_t n);
+
+// gpt-oss's clamped SwiGLU, as ggml_swiglu_oai (alpha 1.702, limit 7):
+// with g = min(gate, 7), g / (1 + expf(1.702 * -g)) * (clamp(up, -7, 7) +
+// 1), libm's expf. out may be gate.
+inline void swiglu_clamped(const float* gate, const float* up, float* out, size_t n) {
+  constexpr float kAlpha = 1.702f, kLimit = 7.0f;
+  for (size_t i = 0; i < n; ++i) {
+    const float g = std::min(gate[i], kLimit);
+    const float u = std::clamp(up[i], -kLimit, kLimit);
+    out[i] = g / (1.0f + std::exp(kAlpha * -g)) * (u + 1.0f);
+  }
+}
 
 // out[i] = silu(gate[i]) * up[i]. out may be gate.
 using SwigluFn = void (*)(const float* gate, const float* up, float* out, size_t n);

@@ -56,7 +56,8 @@ void attend_reference(size_t head_dim, size_t n_heads, size_t n, const float* q,
 // attends_in_tiles's arithmetic, one query at a time.
 void attend_tiles_reference(size_t head_dim, size_t n_q, size_t pos0, const float* q,
                             size_t q_stride, const uint16_t* k, const uint16_t* v, size_t kv_stride,
-                            Scores scores, size_t window, float* out, size_t out_stride) {
+                            Scores scores, size_t window, float* out, size_t out_stride,
+                            float* partial) {
   constexpr size_t kTile = kAttentionKeyTile;
   thread_local std::vector<float> acc;
   acc.resize(head_dim);
@@ -98,6 +99,11 @@ void attend_tiles_reference(size_t head_dim, size_t n_q, size_t pos0, const floa
         const uint16_t* vj = v + (tile + j) * kv_stride;
         for (size_t d = 0; d < head_dim; ++d) acc[d] = std::fma(e[j], f16_to_f32(vj[d]), acc[d]);
       }
+    }
+    if (partial != nullptr) {
+      partial[2 * i] = max, partial[2 * i + 1] = sum;
+      std::copy(acc.begin(), acc.end(), out + i * out_stride);
+      continue;
     }
     const float inv = sum == 0 ? 0.0f : 1.0f / sum;
     for (size_t d = 0; d < head_dim; ++d) out[i * out_stride + d] = acc[d] * inv;

@@ -78,6 +78,31 @@ void merge_attention_chunks(size_t head_dim, size_t n_chunks, const float* parti
                             size_t partial_stride, const float* accs, size_t acc_stride,
                             float* out);
 
+// An attention sink (gpt-oss: a logit s per head that joins the softmax's
+// denominator and adds no value), applied as ggml does after a head's last
+// position (or, split, to its first chunk): `state` is the head's maximum
+// M and sum S as the kernels' partials hold them, `acc` its accumulator.
+// Where s > M, acc times expf(M - s) and M = s; S = fma(S, ms, vs), ms and
+// vs being expf(M - s) and 1, or 1 and expf(s - M).
+inline void add_sink(size_t head_dim, float sink, float* state, float* acc) {
+  float ms = 1.0f, vs = 1.0f;
+  if (sink > state[0]) {
+    ms = std::exp(state[0] - sink);
+    state[0] = sink;
+    for (size_t d = 0; d < head_dim; ++d) acc[d] *= ms;
+  } else {
+    vs = std::exp(sink - state[0]);
+  }
+  state[1] = std::fma(state[1], ms, vs);
+}
+
+// A head's output from its state and accumulator: acc times 1 / S (0 where
+// S is 0). out may be acc.
+inline void finish_head(size_t head_dim, const float* state, const float* acc, float* out) {
+  const float inv = state[1] == 0 ? 0.0f : 1.0f / state[1];
+  for (size_t d = 0; d < head_dim; ++d) out[d] = acc[d] * inv;
+}
+
 // The first position that a query at `pos` sees through a sliding window
 // of `window` positions (0: no window): llama.cpp masks key position p
 // when pos - p >= window.
@@ -108,12 +133,14 @@ inline bool attends_in_tiles(size_t n_queries, size_t head_dim) {
 // i, window)..pos0 + i, whose key and value rows start at k + p *
 // kv_stride and v + p * kv_stride; its output goes to out + i * out_stride.
 // A tile that a query does not see at all is skipped for it, as ggml skips
-// a row whose tile is wholly masked.
+// a row whose tile is wholly masked. With `partial` (2 floats per query),
+// each query's maximum and sum go there and its output is the accumulator
+// not yet divided by the sum (for add_sink and finish_head).
 // PRECONDITIONS: attends_in_tiles(n_q, head_dim).
 using AttendTilesFn = void (*)(size_t head_dim, size_t n_q, size_t pos0, const float* q,
                                size_t q_stride, const uint16_t* k, const uint16_t* v,
                                size_t kv_stride, Scores scores, size_t window, float* out,
-                               size_t out_stride);
+                               size_t out_stride, float* partial);
 
 AttendTilesFn attend_tiles_function(Isa isa);
 

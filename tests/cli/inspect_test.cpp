@@ -116,14 +116,24 @@ TEST(InspectText, ShowsHowQuipComputesTheModel) {
 
   const RunResult moe = run_quip({"inspect", archs("tiny-qwen3moe-e64-f16.gguf")});
   ASSERT_EQ(moe.status, kExitOk) << moe.err;
-  EXPECT_EQ(text_row(moe.out, "experts"), "8, 2 per token, FFN 64 wide") << moe.out;
+  EXPECT_EQ(text_row(moe.out, "experts"),
+            "8, 2 per token, FFN 64 wide (weights: softmax over all experts, normalized)")
+      << moe.out;
+  EXPECT_EQ(text_row(moe.out, "attention sinks"), std::nullopt) << moe.out;
 
   const RunResult oss = run_quip({"inspect", archs("tiny-gpt-oss-e64-f16.gguf")});
-  ASSERT_EQ(oss.status, kExitOk) << oss.err;  // inspect reads any GGUF
-  const std::string runs = text_row(oss.out, "runs").value_or("");
-  EXPECT_TRUE(runs.starts_with("no: ")) << oss.out;
-  EXPECT_NE(runs.find("gpt-oss"), std::string::npos) << oss.out;
-  EXPECT_NE(runs.find("not supported"), std::string::npos) << oss.out;
+  ASSERT_EQ(oss.status, kExitOk) << oss.err;
+  EXPECT_EQ(text_row(oss.out, "experts"),
+            "8, 2 per token, FFN 64 wide (weights: softmax over the chosen)")
+      << oss.out;
+  EXPECT_EQ(text_row(oss.out, "attention sinks"), "a logit per head") << oss.out;
+
+  const RunResult mla = run_quip({"inspect", archs("tiny-deepseek2-e64-f16.gguf")});
+  ASSERT_EQ(mla.status, kExitOk) << mla.err;  // inspect reads any GGUF
+  const std::string runs = text_row(mla.out, "runs").value_or("");
+  EXPECT_TRUE(runs.starts_with("no: ")) << mla.out;
+  EXPECT_NE(runs.find("deepseek2"), std::string::npos) << mla.out;
+  EXPECT_NE(runs.find("not supported"), std::string::npos) << mla.out;
 }
 
 // RoPE scaling is named by its kind: a YaRN file is not shown as linear.

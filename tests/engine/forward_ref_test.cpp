@@ -75,18 +75,34 @@ TEST_P(ReferenceArchs, EqualsTheEngineTokenByToken) {
   Forward engine(*model, alone);
   ReferenceForward ref(*model);
   double worst = 0;
-  // Past the sliding windows (16 and 24 positions) of these models.
-  for (int32_t i = 0; i < 40; ++i) {
-    const int32_t token = (i * 37 + 11) % static_cast<int32_t>(model->hparams().n_vocab);
+  // The tokens of llama.cpp's first completion and more of the second,
+  // past the sliding windows (16 and 24 positions) of these models. (The
+  // mixtures of experts choose by a clear margin only along such streams:
+  // on others, the two forwards' float orders may choose apart.)
+  std::vector<int32_t> tokens;
+  for (const auto& c : reference::reference_entry(GetParam(), "archs").at("completions")) {
+    for (int32_t t : c.at("prompt_tokens")) tokens.push_back(t);
+    for (int32_t t : c.at("greedy")) tokens.push_back(t);
+  }
+  ASSERT_GE(tokens.size(), 40u);
+  for (size_t i = 0; i < 40; ++i) {
+    const int32_t token = tokens[i];
     const std::vector<double> a = log_softmax(engine.eval({&token, 1}));
     const std::vector<double> b = log_softmax(ref.step(token));
     for (size_t v = 0; v < a.size(); ++v) worst = std::max(worst, std::abs(a[v] - b[v]));
   }
-  EXPECT_LE(worst, 1e-4);
+  // gpt-oss's logits are steep enough that the reference's double sums
+  // (1e-7 apart from the engine's float ones in its routers' weights) move
+  // them by up to 0.008; it is held to llama.cpp's F16 tolerance instead.
+  // (Without its sinks, or with plain SwiGLU, the reference is 17 to 21
+  // away.)
+  EXPECT_LE(worst, GetParam().find("gpt-oss") != std::string::npos ? 0.02 : 1e-4);
 }
 
 INSTANTIATE_TEST_SUITE_P(Shared, ReferenceArchs,
-                         ::testing::Values("tiny-gemma2-e96-f16.gguf", "tiny-gemma3-e64-f16.gguf"),
+                         ::testing::Values("tiny-gemma2-e96-f16.gguf", "tiny-gemma3-e64-f16.gguf",
+                                           "tiny-gpt-oss-e64-f16.gguf",
+                                           "tiny-qwen3moe-e64-f16.gguf"),
                          reference::ModelTestName());
 
 }  // namespace

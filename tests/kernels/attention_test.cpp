@@ -27,12 +27,14 @@ std::vector<uint16_t> random_halves(size_t n, std::mt19937& rng) {
 
 // The attention of query q over positions first..n-1 (key and value rows
 // of hd halves, stride hd) as a direct softmax in double, the scores
-// soft-capped at `softcap` where it is not 0.
+// soft-capped at `softcap` where it is not 0, and a sink's logit (one more
+// term of the denominator, of no value) where it is not -infinity.
 std::vector<double> exact_attention(const float* q, size_t hd, size_t n,
                                     const std::vector<uint16_t>& k, const std::vector<uint16_t>& v,
-                                    float scale, double softcap = 0, size_t first = 0) {
+                                    float scale, double softcap = 0, size_t first = 0,
+                                    double sink = -INFINITY) {
   std::vector<double> w(n, -INFINITY);
-  double max = -1e300, total = 0;
+  double max = std::max(-1e300, sink), total = 0;
   for (size_t p = first; p < n; ++p) {
     double s = 0;
     for (size_t d = 0; d < hd; ++d) s += double{q[d]} * f16_to_f32(k[p * hd + d]);
@@ -40,6 +42,7 @@ std::vector<double> exact_attention(const float* q, size_t hd, size_t n,
     max = std::max(max, w[p]);
   }
   for (double& x : w) total += (x = std::exp(x - max));
+  total += std::exp(sink - max);
   std::vector<double> out(hd, 0.0);
   for (size_t d = 0; d < hd; ++d) {
     for (size_t p = 0; p < n; ++p) out[d] += w[p] / total * f16_to_f32(v[p * hd + d]);
@@ -139,7 +142,8 @@ TEST(Attention, TiledReferenceIsTheCausalSoftmaxWeightedSumOfValues) {
   for (size_t window : {size_t{0}, size_t{1}, size_t{20}, size_t{100}}) {
     for (float softcap : {0.0f, 0.5f}) {
       attend_tiles_function(Isa::Reference)(hd, n_q, pos0, q.data(), hd, k.data(), v.data(), hd,
-                                            Scores(scale, softcap), window, out.data(), hd);
+                                            Scores(scale, softcap), window, out.data(), hd,
+                                            nullptr);
       for (size_t i = 0; i < n_q; ++i) {
         const std::vector<double> want =
             exact_attention(q.data() + i * hd, hd, pos0 + i + 1, k, v, scale, softcap,
@@ -172,16 +176,23 @@ TEST(Attention, SimdTiledKernelsEqualTheReferenceBitForBit) {
         // soft-capped on every other case.
         for (size_t window : {size_t{0}, size_t{17}, size_t{100}}) {
           const Scores scores(scale, (window + pos0) % 2 == 0 ? 0.0f : 2.0f);
+          // Normalized, and as states (accumulator, maximum and sum) on
+          // every other case.
+          const bool states = window == 17;
+          std::vector<float> want_states(2 * n_q), got_states(2 * n_q);
           attend_tiles_function(Isa::Reference)(hd, n_q, pos0, q.data(), stride, k.data(), v.data(),
-                                                stride, scores, window, want.data(), stride);
+                                                stride, scores, window, want.data(), stride,
+                                                states ? want_states.data() : nullptr);
           for (Isa isa : isas) {
             attend_tiles_function(isa)(hd, n_q, pos0, q.data(), stride, k.data(), v.data(), stride,
-                                       scores, window, got.data(), stride);
+                                       scores, window, got.data(), stride,
+                                       states ? got_states.data() : nullptr);
             for (size_t i = 0; i < n_q; ++i) {
               ASSERT_EQ(std::memcmp(want.data() + i * stride, got.data() + i * stride, hd * 4), 0)
                   << isa_name(isa) << " hd " << hd << " n_q " << n_q << " pos0 " << pos0
                   << " window " << window << " query " << i;
             }
+            EXPECT_EQ(got_states, want_states) << isa_name(isa) << " hd " << hd;
           }
         }
       }
@@ -219,6 +230,52 @@ TEST(Attention, MergedChunksAreTheSoftmaxWeightedSumOfValues) {
   EXPECT_EQ(split_attention_chunk(256), 0u);
   EXPECT_EQ(split_attention_chunk(257), 256u);  // 512 positions in two chunks
   EXPECT_EQ(split_attention_chunk(700), 384u);  // 768
+}
+
+// A sink (gpt-oss) joins the denominator and adds no value, whichever path
+// the attention takes: one query, the tiles, and a split whose first chunk
+// takes it; against a direct softmax in double, for sinks below the
+// scores, among them, and above them all.
+TEST(Attention, ASinkJoinsTheDenominatorAndAddsNoValue) {
+  std::mt19937 rng(11);
+  const size_t hd = 32, n = 300, split = 256, n_q = 64, pos0 = n - n_q;
+  const std::vector<uint16_t> k = random_halves(hd * n, rng), v = random_halves(hd * n, rng);
+  std::vector<float> q(hd * n_q);
+  for (float& x : q) x = f16_to_f32(f32_to_f16(std::uniform_real_distribution<float>(-1, 1)(rng)));
+  const float scale = 0.3f;
+  const AttendFn attend = attend_function(Isa::Reference, hd);
+  for (float sink : {-5.0f, 0.4f, 30.0f}) {
+    // One query over every position.
+    std::vector<float> out(hd), state(2);
+    attend(hd, 1, n, q.data(), k.data(), v.data(), hd, Scores(scale), out.data(), state.data());
+    add_sink(hd, sink, state.data(), out.data());
+    finish_head(hd, state.data(), out.data(), out.data());
+    std::vector<double> want = exact_attention(q.data(), hd, n, k, v, scale, 0, 0, sink);
+    for (size_t d = 0; d < hd; ++d) EXPECT_NEAR(out[d], want[d], 4e-3) << d << " sink " << sink;
+
+    // Split in two, the sink on the first chunk, merged.
+    std::vector<float> accs(2 * hd), partials(4);
+    attend(hd, 1, split, q.data(), k.data(), v.data(), hd, Scores(scale), accs.data(),
+           partials.data());
+    attend(hd, 1, n - split, q.data(), k.data() + split * hd, v.data() + split * hd, hd,
+           Scores(scale), accs.data() + hd, partials.data() + 2);
+    add_sink(hd, sink, partials.data(), accs.data());
+    merge_attention_chunks(hd, 2, partials.data(), 2, accs.data(), hd, out.data());
+    for (size_t d = 0; d < hd; ++d) EXPECT_NEAR(out[d], want[d], 4e-3) << d << " split " << sink;
+
+    // The tiles: the last n_q positions' queries, causal.
+    std::vector<float> tiled(n_q * hd), states(2 * n_q);
+    attend_tiles_function(Isa::Reference)(hd, n_q, pos0, q.data(), hd, k.data(), v.data(), hd,
+                                          Scores(scale), 0, tiled.data(), hd, states.data());
+    for (size_t i = 0; i < n_q; ++i) {
+      add_sink(hd, sink, states.data() + 2 * i, tiled.data() + i * hd);
+      finish_head(hd, states.data() + 2 * i, tiled.data() + i * hd, tiled.data() + i * hd);
+      want = exact_attention(q.data() + i * hd, hd, pos0 + i + 1, k, v, scale, 0, 0, sink);
+      for (size_t d = 0; d < hd; ++d) {
+        ASSERT_NEAR(tiled[i * hd + d], want[d], 1e-5) << "query " << i << " sink " << sink;
+      }
+    }
+  }
 }
 
 }  // namespace
