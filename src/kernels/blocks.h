@@ -38,6 +38,10 @@ struct BlockIQ4_NL {
   uint16_t d;
   uint8_t qs[kBlock / 2];  // indices into kIQ4Values
 };
+struct BlockMXFP4 {
+  uint8_t e;               // the scale 2^(e - 127), an E8M0 exponent
+  uint8_t qs[kBlock / 2];  // indices into kMXFP4Values, nibbles as Q4_0's
+};
 struct BlockQ2_K {
   uint8_t scales[kSuper / 16];  // low nibble scale, high nibble min, per 16 elements
   uint8_t qs[kSuper / 4];
@@ -95,6 +99,7 @@ static_assert(sizeof(BlockQ5_0) == 22);
 static_assert(sizeof(BlockQ5_1) == 24);
 static_assert(sizeof(BlockQ8_0) == 34);
 static_assert(sizeof(BlockIQ4_NL) == 18);
+static_assert(sizeof(BlockMXFP4) == 17);
 static_assert(sizeof(BlockQ2_K) == 84);
 static_assert(sizeof(BlockQ3_K) == 110);
 static_assert(sizeof(BlockQ4_K) == 144);
@@ -128,6 +133,20 @@ inline void scale_min_k4(int j, const uint8_t* scales, uint8_t* sc, uint8_t* m) 
     *sc = static_cast<uint8_t>((scales[j + 4] & 0x0F) | ((scales[j - 4] >> 6) << 4));
     *m = static_cast<uint8_t>((scales[j + 4] >> 4) | ((scales[j] >> 6) << 4));
   }
+}
+
+// MXFP4's elements (OCP Microscaling FP4, E2M1) doubled, as ggml's
+// kvalues_mxfp4: its scale is halved to match (e8m0_half).
+inline constexpr int8_t kMXFP4Values[16] = {0, 1,  2,  3,  4,  6,  8,  12,
+                                            0, -1, -2, -3, -4, -6, -8, -12};
+
+// Half an E8M0 scale, 2^(e - 128), as ggml_e8m0_to_fp32_half (e = 255,
+// MXFP4's NaN, read as the number its bits make).
+inline float e8m0_half(uint8_t e) {
+  const uint32_t bits = e < 2 ? uint32_t{0x00200000} << e : static_cast<uint32_t>(e - 1) << 23;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
 }
 
 // The non-linear 4-bit grid of IQ4_NL and IQ4_XS.

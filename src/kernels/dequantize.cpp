@@ -110,6 +110,18 @@ void iq4_nl(const void* src, float* y, size_t n) {
   }
 }
 
+// x = e8m0_half(e) * grid[q]
+void mxfp4(const void* src, float* y, size_t n) {
+  for (size_t i = 0; i < n / kBlock; ++i, y += kBlock) {
+    const auto b = load_block<BlockMXFP4>(src, i);
+    const float d = e8m0_half(b.e);
+    for (int j = 0; j < kBlock / 2; ++j) {
+      y[j] = kMXFP4Values[b.qs[j] & 0x0F] * d;
+      y[j + 16] = kMXFP4Values[b.qs[j] >> 4] * d;
+    }
+  }
+}
+
 // The K-quants and IQ4_XS from their integers (decode_k):
 // x = (d * sc) * q - dmin * m, the steps and roundings of ggml's
 // dequantize_row_* (which multiply d by the scale first).
@@ -139,6 +151,7 @@ Fn function_for(GgmlType type) {
     case GgmlType::Q5_1: return q5_1;
     case GgmlType::Q8_0: return q8_0;
     case GgmlType::IQ4_NL: return iq4_nl;
+    case GgmlType::MXFP4: return mxfp4;
     case GgmlType::Q2_K: return k_quant<GgmlType::Q2_K>;
     case GgmlType::Q3_K: return k_quant<GgmlType::Q3_K>;
     case GgmlType::Q4_K: return k_quant<GgmlType::Q4_K>;

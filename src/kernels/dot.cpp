@@ -139,22 +139,51 @@ float dot_with_offset(size_t n, const void* w, const void* a) {
   return hsum_float_8(acc) + summs;
 }
 
-// IQ4_NL by rows as ggml_vec_dot_iq4_nl_q8_0 (AVX2) sums: lane k of a block
-// holds the exact integer dot of elements 4k..4k+3; the blocks go in pairs,
-// the first of each into one 8-lane accumulator and the second into
-// another, acc = fma(d8 * d, lane, acc); the result is hsum_float_8 of their
-// sum, then a last unpaired block as fma(d8 * d, its integer dot, result).
-float dot_iq4_nl_rows(size_t n, const void* w, const void* a) {
+// The 4-bit grid formats: a value per nibble from a table of 16 (nibbles
+// as Q4_0's) and a scale per block: Q4_0 (the nibble - 8), IQ4_NL (a half
+// scale) and MXFP4 (an E8M0 scale, halved as its table is doubled).
+struct GridBlock {
+  const int8_t* values;
+  float d;
+  const uint8_t* qs;  // 16 bytes
+};
+constexpr int8_t kQ4_0Values[16] = {-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7};
+
+template <GgmlType kType>
+GridBlock grid_block(const void* w, size_t i) {
+  const auto* b = static_cast<const uint8_t*>(w);
+  if constexpr (kType == GgmlType::MXFP4) {
+    b += i * sizeof(BlockMXFP4);
+    return {kMXFP4Values, e8m0_half(b[0]), b + offsetof(BlockMXFP4, qs)};
+  } else {
+    static_assert(kType == GgmlType::Q4_0 || kType == GgmlType::IQ4_NL);
+    static_assert(sizeof(BlockQ4_0) == sizeof(BlockIQ4_NL));
+    b += i * sizeof(BlockIQ4_NL);
+    uint16_t d;
+    std::memcpy(&d, b, 2);
+    return {kType == GgmlType::Q4_0 ? kQ4_0Values : kIQ4Values, f16_to_f32(d),
+            b + offsetof(BlockIQ4_NL, qs)};
+  }
+}
+
+// IQ4_NL and MXFP4 by rows as ggml_vec_dot_iq4_nl_q8_0 and
+// ggml_vec_dot_mxfp4_q8_0 (AVX2) sum: lane k of a block holds the exact
+// integer dot of elements 4k..4k+3; the blocks go in pairs, the first of
+// each into one 8-lane accumulator and the second into another, acc =
+// fma(d8 * d, lane, acc); the result is hsum_float_8 of their sum, then a
+// last unpaired block as fma(d8 * d, its integer dot, result).
+template <GgmlType kType>
+float dot_grid_rows(size_t n, const void* w, const void* a) {
   const size_t nb = n / kBlock;
   const auto block = [&](size_t i, int* lanes) {
-    const auto x = load_block<BlockIQ4_NL>(w, i);
+    const GridBlock x = grid_block<kType>(w, i);
     const auto y = load_block<BlockQ8_0>(a, i);
     for (int k = 0; k < 8; ++k) lanes[k] = 0;
     for (int j = 0; j < kBlock / 2; ++j) {
-      lanes[j / 4] += kIQ4Values[x.qs[j] & 0x0F] * y.qs[j];
-      lanes[4 + j / 4] += kIQ4Values[x.qs[j] >> 4] * y.qs[j + kBlock / 2];
+      lanes[j / 4] += x.values[x.qs[j] & 0x0F] * y.qs[j];
+      lanes[4 + j / 4] += x.values[x.qs[j] >> 4] * y.qs[j + kBlock / 2];
     }
-    return f16_to_f32(y.d) * f16_to_f32(x.d);
+    return f16_to_f32(y.d) * x.d;
   };
   float acc[2][8] = {};
   size_t i = 0;
@@ -192,9 +221,9 @@ void dot_row(size_t n, const void* w, const void* a, size_t a_stride, float* out
     }
     return;
   }
-  if constexpr (kType == GgmlType::IQ4_NL) {
+  if constexpr (kType == GgmlType::IQ4_NL || kType == GgmlType::MXFP4) {
     for (int c = 0; c < ncols; ++c) {
-      out[c] = dot_iq4_nl_rows(n, w, static_cast<const char*>(a) + c * a_stride);
+      out[c] = dot_grid_rows<kType>(n, w, static_cast<const char*>(a) + c * a_stride);
     }
     return;
   }
@@ -243,29 +272,26 @@ void dot_reference_blocks(size_t n, const void* w, size_t w_stride, size_t nrows
   }
 }
 
-// Repacked Q4_0 and IQ4_NL (ggml's gemv and gemm_q4_b32_8x8_q8_0, one
-// order for a column alone and for columns in fours): per block the exact
-// integer dot of the quants, then acc = fma(isum, d_w * d_a, acc).
+// Repacked Q4_0, IQ4_NL and MXFP4 (ggml's gemv and gemm_q4_b32_8x8_q8_0
+// and their lookup-table twins, one order for a column alone and for
+// columns in fours): per block the exact integer dot of the quants, then
+// acc = fma(isum, d_w * d_a, acc).
 template <GgmlType kType>
 void dot_reference_repacked_32(size_t n, const void* w, size_t w_stride, size_t nrows,
                                const void* a, size_t a_stride, int ncols, float* out,
                                size_t out_stride) {
-  static_assert(kType == GgmlType::Q4_0 || kType == GgmlType::IQ4_NL);
-  static_assert(sizeof(BlockQ4_0) == sizeof(BlockIQ4_NL));
-  const auto value = [](uint8_t nibble) {
-    return kType == GgmlType::Q4_0 ? nibble - 8 : int{kIQ4Values[nibble]};
-  };
   for (size_t r = 0; r < nrows; ++r) {
     for (int c = 0; c < ncols; ++c) {
       float acc = 0;
       for (size_t b = 0; b < n / kBlock; ++b) {
-        const auto x = load_block<BlockQ4_0>(static_cast<const char*>(w) + r * w_stride, b);
+        const GridBlock x = grid_block<kType>(static_cast<const char*>(w) + r * w_stride, b);
         const auto y = load_block<BlockQ8_0>(static_cast<const char*>(a) + c * a_stride, b);
         int isum = 0;
         for (int j = 0; j < kBlock / 2; ++j) {
-          isum += value(x.qs[j] & 0x0F) * y.qs[j] + value(x.qs[j] >> 4) * y.qs[j + kBlock / 2];
+          isum +=
+              x.values[x.qs[j] & 0x0F] * y.qs[j] + x.values[x.qs[j] >> 4] * y.qs[j + kBlock / 2];
         }
-        acc = std::fma(static_cast<float>(isum), f16_to_f32(x.d) * f16_to_f32(y.d), acc);
+        acc = std::fma(static_cast<float>(isum), x.d * f16_to_f32(y.d), acc);
       }
       out[c * out_stride + r] = acc;
     }
@@ -315,6 +341,7 @@ constexpr TypeEntry kTypes[] = {
     {GgmlType::Q5_0, GgmlType::Q8_0, dot_reference<GgmlType::Q5_0>},
     {GgmlType::Q5_1, GgmlType::Q8_1, dot_reference<GgmlType::Q5_1>},
     {GgmlType::IQ4_NL, GgmlType::Q8_0, dot_reference<GgmlType::IQ4_NL>},
+    {GgmlType::MXFP4, GgmlType::Q8_0, dot_reference<GgmlType::MXFP4>},
     {GgmlType::Q2_K, GgmlType::Q8_K, dot_reference<GgmlType::Q2_K>},
     {GgmlType::Q3_K, GgmlType::Q8_K, dot_reference<GgmlType::Q3_K>},
     {GgmlType::Q4_K, GgmlType::Q8_K, dot_reference<GgmlType::Q4_K>},
@@ -442,7 +469,7 @@ bool has_order(GgmlType weight, Order order) {
     case Order::kBlocks:
     case Order::kBlocksBy4:
       return weight == GgmlType::Q4_K || weight == GgmlType::Q2_K || weight == GgmlType::Q4_0 ||
-             weight == GgmlType::IQ4_NL;
+             weight == GgmlType::IQ4_NL || weight == GgmlType::MXFP4;
     case Order::kTinyBlas:
       return weight == GgmlType::F32 || weight == GgmlType::F16 || weight == GgmlType::BF16;
   }
@@ -473,6 +500,7 @@ DotFn dot_function(GgmlType weight, Isa isa, Order order) {
     case Order::kBlocksBy4:
       if (weight == GgmlType::Q4_0) return dot_reference_repacked_32<GgmlType::Q4_0>;
       if (weight == GgmlType::IQ4_NL) return dot_reference_repacked_32<GgmlType::IQ4_NL>;
+      if (weight == GgmlType::MXFP4) return dot_reference_repacked_32<GgmlType::MXFP4>;
       if (order == Order::kBlocks) {
         return weight == GgmlType::Q4_K ? dot_reference_blocks<GgmlType::Q4_K, Order::kBlocks>
                                         : dot_reference_blocks<GgmlType::Q2_K, Order::kBlocks>;

@@ -202,6 +202,36 @@ void q4_0(const float* x, void* dst, size_t n) {
   }
 }
 
+// MXFP4 as ggml's quantize_row_mxfp4_ref (which llama-quantize runs): the
+// exponent e = floor(log2(amax)) - 2 + 127 (0 for a block of zeros), which
+// puts amax in the grid's top octave, and each element the grid's value
+// nearest to x / (half the scale), the first of equals.
+void mxfp4(const float* x, void* dst, size_t n) {
+  for (size_t i = 0; i < n / kBlock; ++i, x += kBlock) {
+    float amax = 0;
+    for (int j = 0; j < kBlock; ++j) amax = std::max(amax, std::fabs(x[j]));
+    BlockMXFP4 b{};
+    if (amax > 0) {
+      const float e = std::floor(std::log2(amax)) - 2 + 127;
+      b.e = static_cast<uint8_t>(std::clamp(e, 0.0f, 254.0f));
+    }
+    const float d = e8m0_half(b.e);
+    const auto nearest = [d](float v) {
+      int best = 0;
+      float best_err = std::fabs(kMXFP4Values[0] * d - v);
+      for (int k = 1; k < 16; ++k) {
+        const float err = std::fabs(kMXFP4Values[k] * d - v);
+        if (err < best_err) best = k, best_err = err;
+      }
+      return best;
+    };
+    for (int j = 0; j < kBlock / 2; ++j) {
+      b.qs[j] = static_cast<uint8_t>(nearest(x[j]) | nearest(x[j + 16]) << 4);
+    }
+    store_block(dst, i, b);
+  }
+}
+
 // As Q4_0 with a fifth bit: the element of largest magnitude maps to -16,
 // d = max / -16, q = min(31, trunc(x / d + 16.5)); bit 4 of q goes to bit j
 // of qh for element j (ggml's quantize_row_q5_0_ref).
@@ -401,6 +431,7 @@ Fn function_for(GgmlType type) {
     case GgmlType::Q5_0: return q5_0;
     case GgmlType::Q5_1: return with_offset<BlockQ5_1>;
     case GgmlType::IQ4_NL: return quant::iq4_nl;
+    case GgmlType::MXFP4: return mxfp4;
     case GgmlType::Q2_K: return quant::q2_k;
     case GgmlType::Q3_K: return quant::q3_k;
     case GgmlType::Q4_K: return q4_k;

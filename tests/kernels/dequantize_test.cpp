@@ -81,6 +81,31 @@ TEST(Dequantize, EveryCodeOfTheFourBitTypes) {
   }
 }
 
+// MXFP4: each element's E2M1 value (OCP Microscaling: sign, two exponent
+// bits, one mantissa bit) times 2^(e - 127), for every code and every
+// exponent that keeps the products normal.
+TEST(Dequantize, EveryCodeAndExponentOfMxfp4) {
+  const auto e2m1 = [](int code) {
+    const int exponent = (code >> 1) & 3, mantissa = code & 1;
+    const float magnitude =
+        exponent == 0 ? 0.5f * static_cast<float>(mantissa)
+                      : std::ldexp(1.0f + 0.5f * static_cast<float>(mantissa), exponent - 1);
+    return code & 8 ? -magnitude : magnitude;
+  };
+  for (int e = 2; e < 250; e += 7) {
+    for (int k = 0; k < kBlock; ++k) {
+      for (int code = 0; code < 16; ++code) {
+        BlockMXFP4 b{static_cast<uint8_t>(e), {}};
+        b.qs[k % 16] = static_cast<uint8_t>(k < 16 ? code : code << 4);
+        EXPECT_EQ(dequantize(GgmlType::MXFP4, b, 32)[k], e2m1(code) * std::ldexp(1.0f, e - 127))
+            << "e " << e << " code " << code;
+      }
+    }
+  }
+  EXPECT_EQ(e8m0_half(0), std::ldexp(1.0f, -128));  // subnormal, as ggml's table
+  EXPECT_EQ(e8m0_half(1), std::ldexp(1.0f, -127));
+}
+
 TEST(Dequantize, EveryCodeOfTheFiveBitTypes) {
   const uint16_t d = f32_to_f16(0.25f), m = f32_to_f16(2.0f);
   for (int k = 0; k < kBlock; ++k) {
@@ -162,15 +187,16 @@ double tolerance(GgmlType type) {
     case GgmlType::Q4_K:
     case GgmlType::IQ4_NL:
     case GgmlType::IQ4_XS: return 0.15;
+    case GgmlType::MXFP4: return 0.2;
     case GgmlType::Q3_K: return 0.3;
     case GgmlType::Q2_K: return 0.6;
     default: return 0;
   }
 }
 
-void expect_close_to(const char* reference_file, const char* file) {
+void expect_close_to(const char* reference_file, const char* file, const char* folder = "models") {
   SCOPED_TRACE(file);
-  const auto dir = testing::shared_dir() / "models";
+  const auto dir = testing::shared_dir() / folder;
   auto ref = gguf::GgufFile::open((dir / reference_file).string());
   auto f = gguf::GgufFile::open((dir / file).string());
   ASSERT_TRUE(ref.ok() && f.ok());
@@ -195,6 +221,12 @@ TEST(DequantizeSharedModels, E64TypesAgreeWithF16) {
                         "tiny-llama-spm-e64-q5_1.gguf", "tiny-llama-spm-e64-iq4_nl.gguf"}) {
     expect_close_to("tiny-llama-spm-e64-f16.gguf", f);
   }
+}
+
+// llama-quantize's MXFP4_MOE: the experts in MXFP4, the rest in Q8_0.
+TEST(DequantizeSharedModels, Mxfp4ExpertsAgreeWithF16) {
+  QUIP_REQUIRE_SHARED();
+  expect_close_to("tiny-gpt-oss-e64-f16.gguf", "tiny-gpt-oss-e64-mxfp4.gguf", "archs");
 }
 
 TEST(DequantizeSharedModels, E256KQuantsAgreeWithQ6_K) {

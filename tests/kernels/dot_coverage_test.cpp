@@ -61,10 +61,10 @@ std::set<Order> orders_used(GgmlType type) {
 TEST(DotCoverage, TheLoaderAcceptsTheTypesOfRealModels) {
   const std::vector<GgmlType> types = loadable_weight_types();
   const std::set<GgmlType> got(types.begin(), types.end());
-  for (GgmlType t :
-       {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0, GgmlType::Q4_0,
-        GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::IQ4_NL, GgmlType::Q2_K,
-        GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::IQ4_XS}) {
+  for (GgmlType t : {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0, GgmlType::Q4_0,
+                     GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::IQ4_NL,
+                     GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K,
+                     GgmlType::IQ4_XS, GgmlType::MXFP4}) {
     EXPECT_EQ(got.count(t), 1u) << gguf::traits(t).name;
   }
 }

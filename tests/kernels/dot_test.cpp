@@ -24,10 +24,11 @@ namespace {
 
 using gguf::GgmlType;
 
-constexpr GgmlType kAllTypes[] = {GgmlType::F32,    GgmlType::F16,  GgmlType::BF16,  GgmlType::Q8_0,
-                                  GgmlType::Q4_0,   GgmlType::Q4_1, GgmlType::Q5_0,  GgmlType::Q5_1,
-                                  GgmlType::IQ4_NL, GgmlType::Q2_K, GgmlType::Q3_K,  GgmlType::Q4_K,
-                                  GgmlType::Q5_K,   GgmlType::Q6_K, GgmlType::IQ4_XS};
+constexpr GgmlType kAllTypes[] = {
+    GgmlType::F32,    GgmlType::F16,  GgmlType::BF16,   GgmlType::Q8_0,
+    GgmlType::Q4_0,   GgmlType::Q4_1, GgmlType::Q5_0,   GgmlType::Q5_1,
+    GgmlType::IQ4_NL, GgmlType::Q2_K, GgmlType::Q3_K,   GgmlType::Q4_K,
+    GgmlType::Q5_K,   GgmlType::Q6_K, GgmlType::IQ4_XS, GgmlType::MXFP4};
 
 // Where each block type keeps its half-precision scales: random bytes there
 // are replaced by finite, modest values.
@@ -62,11 +63,13 @@ std::vector<uint8_t> random_row(GgmlType type, size_t n, std::mt19937& rng) {
   std::uniform_int_distribution<int> byte(0, 255);
   for (uint8_t& b : row) b = static_cast<uint8_t>(byte(rng));
   const size_t block_bytes = gguf::traits(type).block_bytes;
+  std::uniform_int_distribution<int> exponent(112, 126);  // MXFP4's scales: 2^-15 to 2^-1
   for (size_t at = 0; at < row.size(); at += block_bytes) {
     for (size_t off : half_offsets(type)) {
       const uint16_t h = f32_to_f16(0.01f * value(rng));
       std::memcpy(row.data() + at + off, &h, 2);
     }
+    if (type == GgmlType::MXFP4) row[at] = static_cast<uint8_t>(exponent(rng));
   }
   return row;
 }
@@ -108,6 +111,7 @@ TEST(Dot, OperandTypesAreGgmlsVecDotTypes) {
   EXPECT_EQ(operand_type(GgmlType::Q4_1), GgmlType::Q8_1);
   EXPECT_EQ(operand_type(GgmlType::Q5_1), GgmlType::Q8_1);
   EXPECT_EQ(operand_type(GgmlType::IQ4_NL), GgmlType::Q8_0);
+  EXPECT_EQ(operand_type(GgmlType::MXFP4), GgmlType::Q8_0);
   EXPECT_EQ(operand_type(GgmlType::Q4_K), GgmlType::Q8_K);
   EXPECT_EQ(operand_type(GgmlType::IQ4_XS), GgmlType::Q8_K);
   EXPECT_EQ(operand_type(GgmlType::F16), GgmlType::F16);
@@ -189,13 +193,14 @@ TEST(Dot, ReferenceEqualsTheDotOfDequantizedRows) {
 }
 
 // llama.cpp's orders differ from one another in the last bits only: the
-// repacked orders of Q4_K, Q2_K, Q4_0 and IQ4_NL and the tinyBLAS order of
+// repacked orders of Q4_K, Q2_K, Q4_0, IQ4_NL and MXFP4 and the tinyBLAS order of
 // F32, F16 and BF16
 // are other functions than by rows; every other type has one order.
 TEST(Dot, SomeTypesHaveOrdersOfTheirOwn) {
   for (GgmlType type : kAllTypes) {
     const bool repacked = type == GgmlType::Q4_K || type == GgmlType::Q2_K ||
-                          type == GgmlType::Q4_0 || type == GgmlType::IQ4_NL;
+                          type == GgmlType::Q4_0 || type == GgmlType::IQ4_NL ||
+                          type == GgmlType::MXFP4;
     const bool tinyblas = type == GgmlType::F32 || type == GgmlType::F16 || type == GgmlType::BF16;
     for (Isa isa : {Isa::Reference, detected_isa()}) {
       const DotFn rows = dot_function(type, isa, Order::kRows);
@@ -225,6 +230,8 @@ TEST(Dot, LlamaCppOrderSplitsABatchAsLlamaCppDoes) {
   expect(GgmlType::Q4_K, 60, 256, 10, 0, Order::kRows, Order::kRows);
   expect(GgmlType::Q4_0, 64, 64, 6, 4, Order::kBlocksBy4, Order::kBlocks);
   expect(GgmlType::IQ4_NL, 32, 64, 1, 0, Order::kBlocksBy4, Order::kBlocks);
+  expect(GgmlType::MXFP4, 2880, 2880, 5, 4, Order::kBlocksBy4, Order::kBlocks);
+  expect(GgmlType::MXFP4, 36, 64, 5, 0, Order::kRows, Order::kRows);
   expect(GgmlType::Q4_0, 36, 64, 6, 0, Order::kRows, Order::kRows);
   // tinyBLAS: batches of two or more, rows % 4, whole chunks of a row.
   expect(GgmlType::F16, 64, 48, 2, 2, Order::kTinyBlas, Order::kRows);
@@ -249,21 +256,21 @@ TEST(Dot, SimdKernelsMatchTheReference) {
       const DotFn fast = dot_function(type, isa, order);
       const DotFn ref = dot_function(type, Isa::Reference, order);
       if (fast == ref) continue;  // no kernel of its own for this type and order
-      // The references of the K-quants, Q4_1, Q5_1, IQ4_NL, the float
-      // formats and repacked Q4_0 are llama.cpp's float orders themselves:
-      // no slack.
+      // The references of the K-quants, Q4_1, Q5_1, IQ4_NL, MXFP4, the
+      // float formats and repacked Q4_0 are llama.cpp's float orders
+      // themselves: no slack.
       const bool repacked_32 = (type == GgmlType::Q4_0 || type == GgmlType::IQ4_NL) &&
                                (order == Order::kBlocks || order == Order::kBlocksBy4);
       const bool exact = operand_type(type) == GgmlType::Q8_K ||
                          operand_type(type) == GgmlType::Q8_1 || type == GgmlType::IQ4_NL ||
-                         type == GgmlType::F32 || type == GgmlType::F16 ||
-                         type == GgmlType::BF16 || repacked_32;
+                         type == GgmlType::MXFP4 || type == GgmlType::F32 ||
+                         type == GgmlType::F16 || type == GgmlType::BF16 || repacked_32;
       const size_t block = gguf::traits(type).block_size;
       const size_t step = block == 1 ? 1 : block;
       for (size_t n = step; n <= 1024; n += (n < 64 || block > 1) ? step : 13) {
         const GgmlType op = operand_type(type);
-        const size_t misalign = n % 4;  // 0..3 bytes off
-        constexpr size_t kRows = 11;  // a whole tile of 8 and a short one
+        const size_t misalign = n % 4;                   // 0..3 bytes off
+        constexpr size_t kRows = 11;                     // a whole tile of 8 and a short one
         const size_t w_stride = row_bytes(type, n) + 1;  // every row at another alignment
         std::vector<uint8_t> w(kRows * w_stride + 4);
         for (size_t r = 0; r < kRows; ++r) {

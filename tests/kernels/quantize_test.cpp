@@ -201,7 +201,8 @@ std::vector<float> dequantize(GgmlType type, const std::vector<std::byte>& q, si
 // without FMA contraction) writes for varied_input(): the whole algorithm,
 // searches included, must match llama.cpp's bit for bit. IQ4_NL and IQ4_XS
 // are llama-quantize's quantize_iq4_nl and quantize_iq4_xs with no
-// importance matrix, BF16 ggml_fp32_to_bf16_row_ref. (The hashes from Q4_1
+// importance matrix, BF16 ggml_fp32_to_bf16_row_ref, MXFP4
+// quantize_row_mxfp4_ref (which llama-quantize runs). (The hashes from Q4_1
 // on were made by calling those functions in libggml-base.so of the
 // reference build 9749, which is compiled without FMA, on varied_input(),
 // and hashing the bytes as fnv1a does; Q4_K's hash came out the same.)
@@ -218,6 +219,17 @@ TEST(Quantize, MatchesLlamaCppReferenceQuantizers) {
   EXPECT_EQ(fnv1a(quantize(GgmlType::IQ4_NL, x)), 0x405950425C600747ULL);
   EXPECT_EQ(fnv1a(quantize(GgmlType::IQ4_XS, x)), 0x5C12EE8F36E8096AULL);
   EXPECT_EQ(fnv1a(quantize(GgmlType::BF16, x)), 0x5C2DB463E431D403ULL);
+  EXPECT_EQ(fnv1a(quantize(GgmlType::MXFP4, x)), 0x61A606B4A82C3B85ULL);
+}
+
+// And what dequantize_row_mxfp4 of that build makes of its own blocks: the
+// FNV-1a hash of the floats' bytes.
+TEST(Quantize, Mxfp4DequantizesAsLlamaCpp) {
+  const std::vector<float> x = varied_input();
+  const std::vector<float> y = dequantize(GgmlType::MXFP4, quantize(GgmlType::MXFP4, x), x.size());
+  std::vector<std::byte> bytes(y.size() * sizeof(float));
+  std::memcpy(bytes.data(), y.data(), bytes.size());
+  EXPECT_EQ(fnv1a(bytes), 0x21E6E388B5C5082DULL);
 }
 
 // Round trips of the formats quip-synth writes beyond those above: quantize,
