@@ -112,7 +112,7 @@ TEST(Synth, TinyQ4_K_MHasLlamaCppsTypesPerTensor) {
 // mixes other than q4_k_m, q5_k_m, q6_k and iq4_xs are refused.
 TEST(Synth, RefusesTypesOutsideTheDocumentedSet) {
   for (const char* type :
-       {"--type q4_k_s", "--type iq2_xs", "--type q8_k", "--type q8_1", "--type mxfp4",
+       {"--type q4_k_s", "--type iq2_xs", "--type q8_k", "--type q8_1", "--type tq1_0",
         "--type nonsense", "--mix q4_0", "--mix q8_0", "--mix q4_k_s", "--mix nonsense"}) {
     const fs::path out =
         fs::temp_directory_path() / ("quip-synth-refused-" + std::to_string(::getpid()));

@@ -1,4 +1,4 @@
-// The Q8_0-operand kernels (Q8_0, Q4_0, Q5_0 by rows; Q4_0 and IQ4_NL
+// The Q8_0-operand kernels (Q8_0, Q4_0, Q5_0 by rows; Q4_0, IQ4_NL and MXFP4
 // repacked; the one-column ones in dot_x86_q0.inc) on every code in every
 // position: rows whose quants run through all 256 (Q8_0), 32 (Q5_0) or 16
 // codes, shifted by one position per row, against operands at the extremes
@@ -58,6 +58,10 @@ std::vector<uint8_t> every_code_rows(GgmlType type, size_t n, size_t rows) {
         for (int j = 0; j < 16; ++j) {
           x.qs[j] = static_cast<uint8_t>((code[j] & 15) | ((code[j + 16] & 15) << 4));
         }
+        store_block(at, b, x);
+      } else if (type == GgmlType::MXFP4) {
+        BlockMXFP4 x{static_cast<uint8_t>(118 + (b + r) % 7), {}};  // 2^-9 to 2^-3
+        for (int j = 0; j < 16; ++j) x.qs[j] = static_cast<uint8_t>(code[j] | (code[j + 16] << 4));
         store_block(at, b, x);
       } else {
         BlockQ4_0 x{d, {}};  // IQ4_NL's layout too
@@ -125,10 +129,11 @@ struct Case {
 TEST(DotQ0, EveryCodeAtTheOperandsExtremesMatchesTheOrderExactly) {
   const std::vector<Isa> isas = testing::simd_isas();
   if (isas.empty()) GTEST_SKIP() << "this CPU has no SIMD kernels";
-  const Case cases[] = {{GgmlType::Q8_0, Order::kRows},       {GgmlType::Q4_0, Order::kRows},
-                        {GgmlType::Q5_0, Order::kRows},       {GgmlType::Q4_0, Order::kBlocks},
-                        {GgmlType::Q4_0, Order::kBlocksBy4},  {GgmlType::IQ4_NL, Order::kBlocks},
-                        {GgmlType::IQ4_NL, Order::kBlocksBy4}};
+  const Case cases[] = {{GgmlType::Q8_0, Order::kRows},        {GgmlType::Q4_0, Order::kRows},
+                        {GgmlType::Q5_0, Order::kRows},        {GgmlType::Q4_0, Order::kBlocks},
+                        {GgmlType::Q4_0, Order::kBlocksBy4},   {GgmlType::IQ4_NL, Order::kBlocks},
+                        {GgmlType::IQ4_NL, Order::kBlocksBy4}, {GgmlType::MXFP4, Order::kBlocks},
+                        {GgmlType::MXFP4, Order::kBlocksBy4}};
   for (const Case& k : cases) {
     const bool by_rows = k.order == Order::kRows;
     for (size_t n : {size_t{32}, size_t{96}, size_t{576}}) {  // one block, an odd count, many
@@ -190,6 +195,10 @@ std::vector<uint8_t> random_blocks(GgmlType type, size_t n, size_t rows, size_t 
     uint8_t* row = m.data() + 1 + r * stride;
     for (size_t i = 0; i < stride; ++i) row[i] = static_cast<uint8_t>(byte(rng));
     for (size_t b = 0; b < n / kBlock; ++b) {
+      if (type == GgmlType::MXFP4) {  // an E8M0 exponent: 2^-15 to 2^-1
+        row[b * block_bytes] = static_cast<uint8_t>(112 + byte(rng) % 15);
+        continue;
+      }
       const uint16_t d = f32_to_f16(scale(rng));
       std::memcpy(row + b * block_bytes, &d, 2);
     }
@@ -200,10 +209,11 @@ std::vector<uint8_t> random_blocks(GgmlType type, size_t n, size_t rows, size_t 
 TEST(DotQ0, BatchTilesOfRandomBlocksMatchTheOrderExactly) {
   const std::vector<Isa> isas = testing::simd_isas();
   if (isas.empty()) GTEST_SKIP() << "this CPU has no SIMD kernels";
-  const Case cases[] = {{GgmlType::Q8_0, Order::kRows},       {GgmlType::Q4_0, Order::kRows},
-                        {GgmlType::Q5_0, Order::kRows},       {GgmlType::Q4_0, Order::kBlocks},
-                        {GgmlType::Q4_0, Order::kBlocksBy4},  {GgmlType::IQ4_NL, Order::kBlocks},
-                        {GgmlType::IQ4_NL, Order::kBlocksBy4}};
+  const Case cases[] = {{GgmlType::Q8_0, Order::kRows},        {GgmlType::Q4_0, Order::kRows},
+                        {GgmlType::Q5_0, Order::kRows},        {GgmlType::Q4_0, Order::kBlocks},
+                        {GgmlType::Q4_0, Order::kBlocksBy4},   {GgmlType::IQ4_NL, Order::kBlocks},
+                        {GgmlType::IQ4_NL, Order::kBlocksBy4}, {GgmlType::MXFP4, Order::kBlocks},
+                        {GgmlType::MXFP4, Order::kBlocksBy4}};
   std::mt19937 rng(22);
   for (const Case& k : cases) {
     for (size_t n : {size_t{64}, size_t{352}}) {

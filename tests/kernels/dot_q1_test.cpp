@@ -1,4 +1,4 @@
-// The Q4_1, Q5_1 and IQ4_NL-by-rows kernels (dot_x86_q1.inc) on every code
+// The Q4_1, Q5_1, IQ4_NL- and MXFP4-by-rows kernels (dot_x86_q1.inc) on every code
 // in every position: rows whose quants run through all 16 (or 32) codes,
 // shifted by one position per row, against operands at the extremes of
 // their range (+-127, the largest products the integer dots see), on every
@@ -46,6 +46,10 @@ std::vector<uint8_t> every_code_rows(GgmlType type, size_t n, size_t rows) {
           x.qs[j] = static_cast<uint8_t>((code[j] & 15) | ((code[j + 16] & 15) << 4));
         }
         store_block(at, b, x);
+      } else if (type == GgmlType::MXFP4) {
+        BlockMXFP4 x{static_cast<uint8_t>(118 + (b + r) % 7), {}};  // 2^-9 to 2^-3
+        for (int j = 0; j < 16; ++j) x.qs[j] = static_cast<uint8_t>(code[j] | (code[j + 16] << 4));
+        store_block(at, b, x);
       } else {
         BlockIQ4_NL x{d, {}};
         for (int j = 0; j < 16; ++j) x.qs[j] = static_cast<uint8_t>(code[j] | (code[j + 16] << 4));
@@ -73,7 +77,7 @@ std::vector<uint8_t> extreme_columns(GgmlType operand, size_t n, int ncols, size
 TEST(DotQ1, EveryCodeAtTheOperandsExtremesMatchesTheReferenceExactly) {
   const std::vector<Isa> isas = testing::simd_isas();
   if (isas.empty()) GTEST_SKIP() << "this CPU has no SIMD kernels";
-  for (GgmlType type : {GgmlType::Q4_1, GgmlType::Q5_1, GgmlType::IQ4_NL}) {
+  for (GgmlType type : {GgmlType::Q4_1, GgmlType::Q5_1, GgmlType::IQ4_NL, GgmlType::MXFP4}) {
     for (size_t n : {size_t{32}, size_t{96}, size_t{576}}) {  // one block, an odd count, many
       constexpr size_t kRows = 9;  // two whole four-row steps and one row
       const std::vector<uint8_t> w = every_code_rows(type, n, kRows);
