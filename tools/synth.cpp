@@ -15,21 +15,23 @@
 // tiny-exaone4-64 (norms after the branches only, Q/K norms; 2 and 64
 // layers, the latter with exaone4's sliding windows), tiny-cohere2
 // (LayerNorms, one norm for parallel attention and FFN, tied output, 4
-// layers), qwen2.5-0.5b,
-// llama-3.2-1b, qwen2.5-7b, llama-3.1-8b, qwen3-8b, qwen2.5-14b (their
-// published hyper-parameters; llama-3.1-8b without its rope_freqs factors,
-// which change no speed). Weights are uniform with the standard deviation of
-// a 0.02 normal, quantized with quip's reference quantizers (the same bytes
+// layers), tiny-qwen3moe and tiny-gpt-oss (8 experts, 2 per token;
+// gpt-oss with its biases, sinks, sliding window and YaRN), qwen2.5-0.5b,
+// llama-3.2-1b, qwen2.5-7b, llama-3.1-8b, qwen3-8b, qwen2.5-14b,
+// qwen3-30b-a3b and gpt-oss-20b (their published hyper-parameters;
+// llama-3.1-8b without its rope_freqs factors, which change no speed). Weights are uniform with the
+// standard deviation of a 0.02 normal, quantized with quip's reference quantizers (the same bytes
 // as llama.cpp's for the same floats); norms are ones and biases small, both
 // F32.
 //
 // --type TYPE, one of the types quip multiplies (f32 f16 bf16 q8_0 q4_0
-// q4_1 q5_0 q5_1 iq4_nl q2_k q3_k q4_k q5_k q6_k iq4_xs), gives every matrix
+// q4_1 q5_0 q5_1 iq4_nl mxfp4 q2_k q3_k q4_k q5_k q6_k iq4_xs), gives every matrix
 // that type, as llama-quantize --pure does, or llama.cpp's fallback where
 // its blocks do not fit a row (gguf/quant_mix.h: Q4_K becomes Q5_0 on
-// tiny's rows of 64, for instance). --mix FTYPE (q4_k_m q5_k_m q6_k
-// iq4_xs) gives each matrix the type llama-quantize gives it for that file
-// type, without --pure: Q4_K_M is Q4_K with Q6_K for the output and for
+// tiny's rows of 64, for instance); routers stay F32. --mix FTYPE (q4_k_m
+// q5_k_m q6_k iq4_xs mxfp4_moe) gives each matrix the type llama-quantize
+// gives it for that file type, without --pure (mxfp4_moe: the experts
+// MXFP4, the rest Q8_0): Q4_K_M is Q4_K with Q6_K for the output and for
 // attn_v and ffn_down in some layers, for instance, with the same fallbacks
 // (most of Qwen2.5-0.5B, all of tiny). --type q4_k_m and q5_k_m, which are
 // no single type, are --mix. The vocabulary is byte-level BPE with no
@@ -75,8 +77,12 @@ struct Shape {
   float rope_base, rms_eps;
   bool tied;
   GgmlType default_type;
-  bool qk_norm = false;  // qwen3: RMS norms of each head's queries and keys
-  uint32_t n_rot = 0;    // rotated dimensions per head; 0: all
+  bool qk_norm = false;   // qwen3: RMS norms of each head's queries and keys
+  uint32_t n_rot = 0;     // rotated dimensions per head; 0: all
+  uint32_t head_dim = 0;  // 0: n_embd / n_head
+  // Mixtures of experts: experts per layer, those a token uses, and each
+  // one's FFN width (n_ff is then unused).
+  uint32_t n_expert = 0, n_expert_used = 0, n_ff_exp = 0;
 };
 
 constexpr Shape kShapes[] = {
@@ -108,6 +114,17 @@ constexpr Shape kShapes[] = {
      true},
     {"qwen2.5-14b", "qwen2", 5120, 48, 40, 8, 13824, 152064, 32768, 1e6f, 1e-5f, false,
      GgmlType::Q4_0},
+    // Mixtures of experts: tiny ones (8 experts, 2 per token), and
+    // Qwen3-30B-A3B and gpt-oss-20b (gpt-oss's sliding window of 128 on
+    // every other layer and its YaRN, factor 32 over 4096 positions).
+    {"tiny-qwen3moe", "qwen3moe", 64, 2, 4, 2, 0, 512, 8192, 1e6f, 1e-6f, false, GgmlType::F32,
+     true, 0, 32, 8, 2, 64},
+    {"tiny-gpt-oss", "gpt-oss", 64, 4, 4, 2, 0, 512, 8192, 150000.0f, 1e-5f, false, GgmlType::F32,
+     false, 0, 32, 8, 2, 64},
+    {"qwen3-30b-a3b", "qwen3moe", 2048, 48, 32, 4, 0, 151936, 40960, 1e6f, 1e-6f, false,
+     GgmlType::Q4_0, true, 0, 128, 128, 8, 768},
+    {"gpt-oss-20b", "gpt-oss", 2880, 24, 64, 8, 0, 201088, 131072, 150000.0f, 1e-5f, false,
+     GgmlType::Q8_0, false, 0, 64, 32, 4, 2880},
 };
 
 // What --type or --mix asked for: one type for every matrix, or the mix of
@@ -136,6 +153,7 @@ uint32_t file_type(GgmlType t) {
     case GgmlType::IQ4_NL: return 25;
     case GgmlType::IQ4_XS: return 30;
     case GgmlType::BF16: return 32;
+    case GgmlType::MXFP4: return 38;  // LLAMA_FTYPE_MOSTLY_MXFP4_MOE, its only MXFP4 type
     default: return 0;
   }
 }
@@ -204,8 +222,9 @@ void add_vocabulary(GgufWriter& w, const Shape& s) {
     types.push_back(3);
   }
   w.set(std::string(k::kTokenizerModel), std::string("gpt2"));
-  w.set(std::string(k::kTokenizerPre),
-        std::string(s.arch.starts_with("qwen") ? "qwen2" : "llama-bpe"));
+  w.set(std::string(k::kTokenizerPre), std::string(s.arch.starts_with("qwen") ? "qwen2"
+                                                   : s.arch == "gpt-oss"      ? "gpt-4o"
+                                                                              : "llama-bpe"));
   w.set(std::string(k::kTokens), make_array(tokens));
   w.set("tokenizer.ggml.token_type", make_array(types));
   w.set("tokenizer.ggml.merges", make_array(std::vector<std::string>{}));
@@ -260,7 +279,6 @@ struct Options {
 
 int write_model(const Shape& s, const Options& options, const std::string& path) {
   const WeightTypes& weights = options.weights;
-  const std::optional<RopeScaling>& rope_scaling = options.rope_scaling;
   namespace k = quip::gguf::keys;
   const std::string arch(s.arch);
   GgufWriter w;
@@ -272,7 +290,12 @@ int write_model(const Shape& s, const Options& options, const std::string& path)
   w.set(k::arch_key(arch, k::kEmbeddingLength), s.n_embd);
   w.set(k::arch_key(arch, k::kBlockCount), s.n_layer + options.nextn);
   if (options.nextn != 0) w.set(k::arch_key(arch, "nextn_predict_layers"), options.nextn);
-  w.set(k::arch_key(arch, k::kFeedForwardLength), s.n_ff);
+  w.set(k::arch_key(arch, k::kFeedForwardLength), s.n_expert != 0 ? s.n_ff_exp : s.n_ff);
+  if (s.n_expert != 0) {
+    w.set(k::arch_key(arch, "expert_count"), s.n_expert);
+    w.set(k::arch_key(arch, "expert_used_count"), s.n_expert_used);
+    w.set(k::arch_key(arch, "expert_feed_forward_length"), s.n_ff_exp);
+  }
   w.set(k::arch_key(arch, k::kHeadCount), s.n_head);
   w.set(k::arch_key(arch, k::kHeadCountKv), s.n_head_kv);
   w.set(k::arch_key(arch, k::kRopeFreqBase), s.rope_base);
@@ -282,8 +305,20 @@ int write_model(const Shape& s, const Options& options, const std::string& path)
   } else {
     w.set(k::arch_key(arch, "attention.layer_norm_rms_epsilon"), s.rms_eps);
   }
-  const uint32_t head_dim = s.n_embd / s.n_head;
+  const uint32_t head_dim = s.head_dim != 0 ? s.head_dim : s.n_embd / s.n_head;
+  if (s.head_dim != 0) {
+    w.set(k::arch_key(arch, k::kKeyLength), head_dim);
+    w.set(k::arch_key(arch, "attention.value_length"), head_dim);
+  }
   const uint32_t n_rot = s.n_rot != 0 ? s.n_rot : head_dim;
+  const bool oss = s.arch == "gpt-oss";
+  // gpt-oss: YaRN (factor 32 over 4096 positions) and a sliding window of
+  // 128, unless the flags say otherwise.
+  const std::optional<RopeScaling> rope_scaling =
+      options.rope_scaling || !oss ? options.rope_scaling
+                                   : std::optional<RopeScaling>(RopeScaling{"yarn", 32.0f, 4096});
+  const std::optional<uint32_t> sliding_window =
+      options.sliding_window || !oss ? options.sliding_window : std::optional<uint32_t>(128);
   if (s.n_rot != 0) w.set(k::arch_key(arch, "rope.dimension_count"), n_rot);
   const bool long_rope = rope_scaling && rope_scaling->kind == "longrope";
   if (rope_scaling && !long_rope) {
@@ -294,9 +329,7 @@ int write_model(const Shape& s, const Options& options, const std::string& path)
     w.set(k::arch_key(arch, "rope.scaling.original_context_length"),
           rope_scaling->original_context);
   }
-  if (options.sliding_window) {
-    w.set(k::arch_key(arch, "attention.sliding_window"), *options.sliding_window);
-  }
+  if (sliding_window) w.set(k::arch_key(arch, "attention.sliding_window"), *sliding_window);
   if (s.arch == "qwen3vl") {
     // Qwen3-VL's interleaved multimodal sections over the rotated pairs,
     // and deepstack layers (image features; none for text).
@@ -325,17 +358,26 @@ int write_model(const Shape& s, const Options& options, const std::string& path)
   uint64_t tensor_seed = options.seed;
   // A matrix of n_out rows of n_in values, of layer `layer` (where it is in
   // one), in the type `weights` gives it, filled at write time.
-  const auto matrix = [&](const std::string& name, uint32_t layer, uint64_t n_in, uint64_t n_out) {
-    const GgmlType type = weights.mix
-                              ? quip::gguf::mix_type(*weights.mix, {name, layer, 2, n_in},
-                                                     {s.n_layer, !s.tied, s.n_head / s.n_head_kv})
-                              : quip::gguf::fallback_type(weights.uniform, n_in);
+  // With n_matrices > 1, a 3-D tensor of that many (the experts'). A
+  // router stays F32, as llama-quantize leaves it (--pure too).
+  const auto matrix = [&](const std::string& name, uint32_t layer, uint64_t n_in, uint64_t n_out,
+                          uint64_t n_matrices = 1) {
+    const bool router = name.ends_with("ffn_gate_inp.weight");
+    const GgmlType type =
+        router ? GgmlType::F32
+        : weights.mix
+            ? quip::gguf::mix_type(*weights.mix, {name, layer, 2, n_in, n_matrices},
+                                   {s.n_layer, !s.tied, s.n_head / s.n_head_kv, s.n_expert})
+            : quip::gguf::fallback_type(weights.uniform, n_in);
     const quip::gguf::TypeTraits traits = quip::gguf::traits(type);
     const uint64_t row_bytes = n_in / traits.block_size * traits.block_bytes;
-    w.add_generated_tensor(name, static_cast<uint32_t>(type), {n_in, n_out}, row_bytes * n_out,
+    const uint64_t rows = n_out * n_matrices;
+    std::vector<uint64_t> shape = {n_in, n_out};
+    if (n_matrices > 1) shape.push_back(n_matrices);
+    w.add_generated_tensor(name, static_cast<uint32_t>(type), shape, row_bytes * rows,
                            [=, seed = tensor_seed++](std::span<std::byte> out) {
                              const Rng start{seed * 0x100000001B3ULL + 1};
-                             fill_rows(start, n_in, n_out, [&](uint64_t r, const float* row) {
+                             fill_rows(start, n_in, rows, [&](uint64_t r, const float* row) {
                                quip::kernels::quantize_row(type, row, out.data() + r * row_bytes,
                                                            n_in);
                              });
@@ -347,14 +389,18 @@ int write_model(const Shape& s, const Options& options, const std::string& path)
       for (size_t i = 0; i < out.size(); i += 4) std::memcpy(out.data() + i, &one, 4);
     });
   };
-  const auto small = [&](const std::string& name, uint64_t n) {  // biases, F32
-    w.add_generated_tensor(name, f32, {n}, n * 4, [seed = tensor_seed++](std::span<std::byte> out) {
-      Rng rng{seed * 0x100000001B3ULL + 7};
-      for (size_t i = 0; i < out.size(); i += 4) {
-        const float v = rng.weight();
-        std::memcpy(out.data() + i, &v, 4);
-      }
-    });
+  // Biases (and gpt-oss's sinks), F32; with n_rows, one row per expert.
+  const auto small = [&](const std::string& name, uint64_t n, uint64_t n_rows = 1) {
+    std::vector<uint64_t> shape = {n};
+    if (n_rows > 1) shape.push_back(n_rows);
+    w.add_generated_tensor(name, f32, shape, n * n_rows * 4,
+                           [seed = tensor_seed++](std::span<std::byte> out) {
+                             Rng rng{seed * 0x100000001B3ULL + 7};
+                             for (size_t i = 0; i < out.size(); i += 4) {
+                               const float v = rng.weight();
+                               std::memcpy(out.data() + i, &v, 4);
+                             }
+                           });
   };
 
   // LongRoPE's per-pair divisors: short ones near 1, long ones growing
@@ -370,14 +416,14 @@ int write_model(const Shape& s, const Options& options, const std::string& path)
         });
   };
 
-  const uint64_t kv = uint64_t{head_dim} * s.n_head_kv;
+  const uint64_t kv = uint64_t{head_dim} * s.n_head_kv, q_dim = uint64_t{head_dim} * s.n_head;
   const bool fused_up = s.arch == "phi3" || s.arch == "glm4";
   const bool post_norms = s.arch == "glm4" || s.arch == "exaone4";
   const bool pre_norms = s.arch != "exaone4";  // exaone4 norms the branch outputs only
   const bool fused_qkv = fused_up || options.fused_qkv;
   // llama.cpp's loaders read Q/K/V biases in every family, attention
   // output and FFN biases in llama's, and an output bias in qwen2's.
-  const bool qkv_biases = s.arch == "qwen2" || options.biases;
+  const bool qkv_biases = s.arch == "qwen2" || oss || options.biases;
   const bool projection_biases = options.biases && (s.arch == "llama" || s.arch == "mistral3");
   matrix("token_embd.weight", 0, s.n_embd, s.n_vocab);
   ones("output_norm.weight", s.n_embd);
@@ -391,14 +437,14 @@ int write_model(const Shape& s, const Options& options, const std::string& path)
     const std::string b = "blk." + std::to_string(l) + ".";
     if (pre_norms) ones(b + "attn_norm.weight", s.n_embd);
     if (fused_qkv) {
-      matrix(b + "attn_qkv.weight", l, s.n_embd, s.n_embd + 2 * kv);
-      if (qkv_biases) small(b + "attn_qkv.bias", s.n_embd + 2 * kv);
+      matrix(b + "attn_qkv.weight", l, s.n_embd, q_dim + 2 * kv);
+      if (qkv_biases) small(b + "attn_qkv.bias", q_dim + 2 * kv);
     } else {
-      matrix(b + "attn_q.weight", l, s.n_embd, s.n_embd);
+      matrix(b + "attn_q.weight", l, s.n_embd, q_dim);
       matrix(b + "attn_k.weight", l, s.n_embd, kv);
       matrix(b + "attn_v.weight", l, s.n_embd, kv);
       if (qkv_biases) {
-        small(b + "attn_q.bias", s.n_embd);
+        small(b + "attn_q.bias", q_dim);
         small(b + "attn_k.bias", kv);
         small(b + "attn_v.bias", kv);
       }
@@ -407,17 +453,30 @@ int write_model(const Shape& s, const Options& options, const std::string& path)
       ones(b + "attn_q_norm.weight", head_dim);
       ones(b + "attn_k_norm.weight", head_dim);
     }
-    matrix(b + "attn_output.weight", l, s.n_embd, s.n_embd);
-    if (projection_biases) small(b + "attn_output.bias", s.n_embd);
-    if (post_norms) ones(b + "post_attention_norm.weight", s.n_embd);
-    if (pre_norms && s.arch != "cohere2") ones(b + "ffn_norm.weight", s.n_embd);
-    if (fused_up) {
+    matrix(b + "attn_output.weight", l, q_dim, s.n_embd);
+    if (projection_biases || oss) small(b + "attn_output.bias", s.n_embd);
+    if (oss) small(b + "attn_sinks.weight", s.n_head);
+    // gpt-oss names its FFN's pre-norm post_attention_norm.
+    if (post_norms || oss) ones(b + "post_attention_norm.weight", s.n_embd);
+    if (pre_norms && s.arch != "cohere2" && !oss) ones(b + "ffn_norm.weight", s.n_embd);
+    if (s.n_expert != 0) {
+      matrix(b + "ffn_gate_inp.weight", l, s.n_embd, s.n_expert);
+      matrix(b + "ffn_gate_exps.weight", l, s.n_embd, s.n_ff_exp, s.n_expert);
+      matrix(b + "ffn_up_exps.weight", l, s.n_embd, s.n_ff_exp, s.n_expert);
+      matrix(b + "ffn_down_exps.weight", l, s.n_ff_exp, s.n_embd, s.n_expert);
+      if (oss) {
+        small(b + "ffn_gate_inp.bias", s.n_expert);
+        small(b + "ffn_gate_exps.bias", s.n_ff_exp, s.n_expert);
+        small(b + "ffn_up_exps.bias", s.n_ff_exp, s.n_expert);
+        small(b + "ffn_down_exps.bias", s.n_embd, s.n_expert);
+      }
+    } else if (fused_up) {
       matrix(b + "ffn_up.weight", l, s.n_embd, 2 * uint64_t{s.n_ff});
     } else {
       matrix(b + "ffn_gate.weight", l, s.n_embd, s.n_ff);
       matrix(b + "ffn_up.weight", l, s.n_embd, s.n_ff);
     }
-    matrix(b + "ffn_down.weight", l, s.n_ff, s.n_embd);
+    if (s.n_expert == 0) matrix(b + "ffn_down.weight", l, s.n_ff, s.n_embd);
     if (projection_biases) {
       small(b + "ffn_gate.bias", s.n_ff);
       small(b + "ffn_up.bias", s.n_ff);
@@ -445,14 +504,12 @@ int usage() {
       "                  [--rope-scaling linear:FACTOR | yarn:FACTOR[:ORIGINAL_CONTEXT] |\n"
       "                                  longrope:ORIGINAL_CONTEXT]\n"
       "SHAPE: tiny, tiny-qwen2, tiny-qwen3, tiny-phi3, tiny-glm4, tiny-mistral3, tiny-qwen3vl,\n"
-      "       tiny-exaone4, tiny-exaone4-64, tiny-cohere2,\n"
-      "       qwen2.5-0.5b, "
-      "llama-3.2-1b, "
-      "qwen2.5-7b, "
-      "llama-3.1-8b, qwen3-8b, qwen2.5-14b\n"
-      "TYPE: f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 iq4_nl q2_k q3_k q4_k q5_k q6_k iq4_xs "
+      "       tiny-exaone4, tiny-exaone4-64, tiny-cohere2, tiny-qwen3moe, tiny-gpt-oss,\n"
+      "       qwen2.5-0.5b, llama-3.2-1b, qwen2.5-7b, llama-3.1-8b, qwen3-8b, qwen2.5-14b,\n"
+      "       qwen3-30b-a3b, gpt-oss-20b\n"
+      "TYPE: f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 iq4_nl mxfp4 q2_k q3_k q4_k q5_k q6_k iq4_xs "
       "(every matrix), q4_k_m q5_k_m (mixes)\n"
-      "FTYPE: q4_k_m q5_k_m q6_k iq4_xs (llama-quantize's mix of that file type)\n",
+      "FTYPE: q4_k_m q5_k_m q6_k iq4_xs mxfp4_moe (llama-quantize's mix of that file type)\n",
       stderr);
   return 2;
 }
@@ -527,14 +584,15 @@ int main(int argc, char** argv) {
       } else {
         std::fprintf(stderr,
                      "quip-synth: type '%s' is not one of f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, "
-                     "q5_1, iq4_nl, q2_k, q3_k, q4_k, q5_k, q6_k, iq4_xs, q4_k_m, q5_k_m\n",
+                     "q5_1, iq4_nl, mxfp4, q2_k, q3_k, q4_k, q5_k, q6_k, iq4_xs, q4_k_m, q5_k_m\n",
                      argv[i + 1]);
         return 2;
       }
     } else if (flag == "--mix") {
       const std::optional<quip::gguf::FileMix> mix = quip::gguf::file_mix_from_name(value);
       if (!mix) {
-        std::fprintf(stderr, "quip-synth: mix '%s' is not one of q4_k_m, q5_k_m, q6_k, iq4_xs\n",
+        std::fprintf(stderr,
+                     "quip-synth: mix '%s' is not one of q4_k_m, q5_k_m, q6_k, iq4_xs, mxfp4_moe\n",
                      argv[i + 1]);
         return 2;
       }

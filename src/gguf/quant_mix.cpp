@@ -43,20 +43,27 @@ std::optional<FileMix> file_mix_from_name(std::string_view name) {
   if (is("q5_k_m")) return FileMix::Q5_K_M;
   if (is("q6_k")) return FileMix::Q6_K;
   if (is("iq4_xs")) return FileMix::IQ4_XS;
+  if (is("mxfp4_moe")) return FileMix::MXFP4_MOE;
   return std::nullopt;
 }
 
 GgmlType mix_type(FileMix mix, const MixTensor& t, const MixModel& model) {
   // tensor_allows_quantization: two or more dimensions, a name ending in
-  // "weight", not a norm.
-  if (t.n_dims < 2 || !t.name.ends_with("weight") || has(t.name, "_norm.weight")) {
+  // "weight", not a norm, not a router.
+  if (t.n_dims < 2 || !t.name.ends_with("weight") || has(t.name, "_norm.weight") ||
+      has(t.name, "ffn_gate_inp.weight")) {
     return GgmlType::F32;
   }
   if (t.name == "output.weight" || (!model.has_output && t.name == "token_embd.weight")) {
+    if (mix == FileMix::MXFP4_MOE) return fallback_type(GgmlType::Q8_0, t.n_in);
     // The output's own rule: Q8_0, not the usual fallback, for short rows.
     return t.n_in % 256 == 0 ? GgmlType::Q6_K : fallback_type(GgmlType::Q8_0, t.n_in);
   }
+  if (mix == FileMix::MXFP4_MOE) {
+    return fallback_type(t.n_matrices > 1 ? GgmlType::MXFP4 : GgmlType::Q8_0, t.n_in);
+  }
   const bool attn_v = has(t.name, "attn_v.weight"), ffn_down = has(t.name, "ffn_down");
+  const bool eight_experts = model.n_expert == 8;
   GgmlType type = GgmlType::F32;
   switch (mix) {
     case FileMix::Q4_K_M:
@@ -71,6 +78,12 @@ GgmlType mix_type(FileMix mix, const MixTensor& t, const MixModel& model) {
                  ? GgmlType::Q5_K
                  : GgmlType::IQ4_XS;
       break;
+    case FileMix::MXFP4_MOE: break;  // above
+  }
+  if (eight_experts && (attn_v || has(t.name, "attn_k.weight"))) type = GgmlType::Q8_0;
+  if (eight_experts && has(t.name, "attn_output.weight") &&
+      (mix == FileMix::Q4_K_M || mix == FileMix::IQ4_XS)) {
+    type = GgmlType::Q5_K;
   }
   return fallback_type(type, t.n_in);
 }

@@ -19,9 +19,11 @@ enum class FileMix : uint32_t {
   Q5_K_M = 17,
   Q6_K = 18,
   IQ4_XS = 30,
+  MXFP4_MOE = 38,
 };
 
-// "q4_k_m", "q5_k_m", "q6_k", "iq4_xs" (llama-quantize's names, any case).
+// "q4_k_m", "q5_k_m", "q6_k", "iq4_xs", "mxfp4_moe" (llama-quantize's
+// names, any case).
 std::optional<FileMix> file_mix_from_name(std::string_view name);
 
 // general.file_type of a Q4_K_M file (LLAMA_FTYPE_MOSTLY_Q4_K_M).
@@ -29,33 +31,38 @@ inline constexpr uint32_t kFileTypeQ4_K_M = static_cast<uint32_t>(FileMix::Q4_K_
 
 // A tensor as llama.cpp's type choice sees it.
 struct MixTensor {
-  std::string_view name;  // GGUF name: "token_embd.weight", "blk.3.ffn_down.weight"
-  uint32_t layer;         // N of "blk.N."; ignored for tensors outside the blocks
-  uint32_t n_dims;        // 1 for norms and biases
-  uint64_t n_in;          // row length: the first dimension
+  std::string_view name;    // GGUF name: "token_embd.weight", "blk.3.ffn_down.weight"
+  uint32_t layer;           // N of "blk.N."; ignored for tensors outside the blocks
+  uint32_t n_dims;          // 1 for norms and biases
+  uint64_t n_in;            // row length: the first dimension
+  uint64_t n_matrices = 1;  // the third dimension: experts
 };
 
 // What of the model the choice depends on.
 struct MixModel {
   uint32_t n_layer;
-  bool has_output;     // false: the output is tied to token_embd.weight
-  uint32_t n_gqa = 1;  // query heads per key/value head
+  bool has_output;        // false: the output is tied to token_embd.weight
+  uint32_t n_gqa = 1;     // query heads per key/value head
+  uint32_t n_expert = 0;  // experts per layer (0 or 1: none)
 };
 
 // The type of `t` in a file of type `mix`. As llama.cpp without an
 // importance matrix or overrides, for models with separate Q, K, V
-// projections and no experts (llama, qwen2, qwen3; llama.cpp has further
-// rules for Falcon, 70B models, fused QKV and experts):
-//   output.weight, or token_embd.weight when tied: Q6_K
-//   Q4_K_M, Q5_K_M: Q4_K, Q5_K, except attn_v.weight and ffn_down in the
-//     layers use_more_bits picks: Q6_K
+// projections (llama, qwen2, qwen3, and with experts qwen3moe and gpt-oss;
+// llama.cpp has further rules for Falcon, 70B models and fused QKV):
+//   output.weight, or token_embd.weight when tied: Q6_K (MXFP4_MOE: Q8_0)
+//   Q4_K_M, Q5_K_M: Q4_K, Q5_K, except attn_v.weight and ffn_down (and
+//     ffn_down_exps) in the layers use_more_bits picks: Q6_K
 //   Q6_K: Q6_K
 //   IQ4_XS: IQ4_XS, except attn_v.weight where n_gqa >= 4 and ffn_down in
 //     the first eighth of the layers: Q5_K
+//   MXFP4_MOE: the experts' 3-D tensors MXFP4, every other matrix Q8_0
+//   and with exactly 8 experts (Mixtral's rules), attn_k and attn_v Q8_0
+//   and, in Q4_K_M and IQ4_XS, attn_output Q5_K
 // then the fallback (fallback_type) where a row is not whole blocks; the
 // output falls to Q8_0 where its rows are not whole blocks of 256. Tensors
-// llama.cpp does not quantize (one dimension, norms, names not ending in
-// "weight") keep their type, which is F32 in the files quip-synth writes:
+// llama.cpp does not quantize (one dimension, norms, routers, names not
+// ending in "weight") keep their type, which is F32 in the files quip-synth writes:
 // F32 here.
 GgmlType mix_type(FileMix mix, const MixTensor& t, const MixModel& model);
 

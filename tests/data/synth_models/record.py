@@ -55,6 +55,15 @@ CASES = [
     # cohere2 (Command R7B): LayerNorms, parallel attention and FFN, windows
     # on 3 of 4 layers and no rotation on the 4th, logits times logit_scale.
     ("tiny-cohere2", "--sliding-window 16"),
+    # Mixtures of experts: qwen3moe (softmax over all experts, the chosen
+    # renormalized), and gpt-oss (sinks, biases, softmax over the chosen
+    # logits, clamped SwiGLU, windows on alternate layers, YaRN), in F32,
+    # in llama-quantize's MXFP4_MOE mix, and all MXFP4.
+    ("tiny-qwen3moe", ""),
+    ("tiny-qwen3moe", "--mix q4_k_m"),
+    ("tiny-gpt-oss", "--sliding-window 16"),
+    ("tiny-gpt-oss", "--mix mxfp4_moe --sliding-window 24"),
+    ("tiny-gpt-oss", "--type mxfp4 --sliding-window 16 --rope-scaling yarn:8:256"),
 ]
 # A short prompt, and one of 400 byte tokens: positions where the scaled
 # and unscaled angles are far apart.
