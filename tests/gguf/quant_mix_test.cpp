@@ -8,9 +8,11 @@
 #include <charconv>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "gguf/keys.h"
 #include "gguf/reader.h"
@@ -146,25 +148,25 @@ TEST(QuantMixSharedModels, MatchesLlamaCppQ4_K_MFiles) {
 }
 
 // What llama-quantize (build 9749, without --pure) wrote for each tensor of
-// quip-synth's F16 files of two real shapes (tests/data/quant_mix/, with
-// how they were made): Qwen2.5-0.5B, whose rows of 896 fall back, and Llama
-// 3.2 1B, whose rows are whole super-blocks, in every file type quip-synth
-// mixes.
+// quip-synth's F16 files (tests/data/quant_mix/, with how they were made):
+// Qwen2.5-0.5B, whose rows of 896 fall back, and Llama 3.2 1B, whose rows
+// are whole super-blocks, in every dense file type quip-synth mixes; the
+// tiny mixtures of experts in Q4_K_M and MXFP4_MOE.
 TEST(QuantMix, EveryMixIsLlamaQuantizesOnRealShapes) {
   const struct {
     const char* shape;
     MixModel model;
-  } shapes[] = {{"qwen2.5-0.5b", {24, false, 7}}, {"llama-3.2-1b", {16, false, 4}}};
-  const struct {
-    const char* name;
-    FileMix mix;
-  } mixes[] = {{"Q4_K_M", FileMix::Q4_K_M},
-               {"Q5_K_M", FileMix::Q5_K_M},
-               {"Q6_K", FileMix::Q6_K},
-               {"IQ4_XS", FileMix::IQ4_XS}};
+    std::vector<const char*> mixes;
+  } shapes[] = {{"qwen2.5-0.5b", {24, false, 7}, {"Q4_K_M", "Q5_K_M", "Q6_K", "IQ4_XS"}},
+                {"llama-3.2-1b", {16, false, 4}, {"Q4_K_M", "Q5_K_M", "Q6_K", "IQ4_XS"}},
+                // 8 experts: llama.cpp's rules for Mixtral-like models too.
+                {"tiny-qwen3moe", {2, true, 2, 8}, {"Q4_K_M", "MXFP4_MOE"}},
+                {"tiny-gpt-oss", {4, true, 2, 8}, {"Q4_K_M", "MXFP4_MOE"}}};
   for (const auto& shape : shapes) {
-    for (const auto& mix : mixes) {
-      const std::string file = std::string(shape.shape) + "-" + mix.name + ".txt";
+    for (const char* mix_name : shape.mixes) {
+      const std::optional<FileMix> mix = file_mix_from_name(mix_name);
+      ASSERT_TRUE(mix) << mix_name;
+      const std::string file = std::string(shape.shape) + "-" + mix_name + ".txt";
       SCOPED_TRACE(file);
       std::istringstream lines(
           testing::read_file(std::filesystem::path(QUIP_TEST_DATA_DIR) / "quant_mix" / file));
@@ -173,16 +175,18 @@ TEST(QuantMix, EveryMixIsLlamaQuantizesOnRealShapes) {
         if (line.empty() || line[0] == '#') continue;
         std::istringstream fields(line);
         std::string name, type;
-        uint64_t n_in = 0;
+        uint64_t n_in = 0, n_matrices = 1;  // the experts, on a 3-D tensor's line
         uint32_t n_dims = 0;
         ASSERT_TRUE(fields >> name >> n_in >> n_dims >> type) << line;
-        EXPECT_EQ(traits(mix_type(mix.mix, {name, layer_of(name), n_dims, n_in}, shape.model)).name,
-                  type)
+        fields >> n_matrices;
+        EXPECT_EQ(
+            traits(mix_type(*mix, {name, layer_of(name), n_dims, n_in, n_matrices}, shape.model))
+                .name,
+            type)
             << name;
         ++tensors;
       }
-      EXPECT_GT(tensors, 100u);
-      EXPECT_EQ(file_mix_from_name(mix.name), mix.mix);
+      EXPECT_GT(tensors, 25u);
     }
   }
 }
@@ -191,7 +195,9 @@ TEST(QuantMix, FileMixNamesAreLlamaQuantizes) {
   EXPECT_EQ(file_mix_from_name("q4_k_m"), FileMix::Q4_K_M);
   EXPECT_EQ(file_mix_from_name("Q5_K_M"), FileMix::Q5_K_M);
   EXPECT_EQ(file_mix_from_name("iq4_xs"), FileMix::IQ4_XS);
-  EXPECT_EQ(static_cast<uint32_t>(FileMix::Q6_K), 18u);  // LLAMA_FTYPE_MOSTLY_Q6_K
+  EXPECT_EQ(file_mix_from_name("MXFP4_MOE"), FileMix::MXFP4_MOE);
+  EXPECT_EQ(static_cast<uint32_t>(FileMix::MXFP4_MOE), 38u);  // LLAMA_FTYPE_MOSTLY_MXFP4_MOE
+  EXPECT_EQ(static_cast<uint32_t>(FileMix::Q6_K), 18u);       // LLAMA_FTYPE_MOSTLY_Q6_K
   EXPECT_FALSE(file_mix_from_name("q4_k_s"));
   EXPECT_FALSE(file_mix_from_name("q4_k_m "));
   EXPECT_FALSE(file_mix_from_name(""));
