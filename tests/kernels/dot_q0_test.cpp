@@ -195,8 +195,9 @@ std::vector<uint8_t> random_blocks(GgmlType type, size_t n, size_t rows, size_t 
     uint8_t* row = m.data() + 1 + r * stride;
     for (size_t i = 0; i < stride; ++i) row[i] = static_cast<uint8_t>(byte(rng));
     for (size_t b = 0; b < n / kBlock; ++b) {
-      if (type == GgmlType::MXFP4) {  // an E8M0 exponent: 2^-15 to 2^-1
-        row[b * block_bytes] = static_cast<uint8_t>(112 + byte(rng) % 15);
+      if (type == GgmlType::MXFP4) {  // an E8M0 exponent: 2^-15 to 2^-1, some subnormal
+        const int e = byte(rng);
+        row[b * block_bytes] = static_cast<uint8_t>(e % 8 == 0 ? e / 8 % 3 : 112 + e % 15);
         continue;
       }
       const uint16_t d = f32_to_f16(scale(rng));
