@@ -57,6 +57,9 @@ std::vector<uint8_t> random_weights(GgmlType type, std::mt19937& rng) {
       }
       return w;
     }
+    case GgmlType::MXFP4:  // an E8M0 exponent, no half
+      for (size_t at = 0; at < w.size(); at += block) w[at] = 120;
+      return w;
     default: halves = {0}; break;
   }
   const uint16_t h = k::f32_to_f16(0.01f);
@@ -124,8 +127,10 @@ void Args(benchmark::internal::Benchmark* b) {
 // forward multiplies weights of rows in eights; Q4_1 for comparison).
 void Args32(benchmark::internal::Benchmark* b) {
   for (GgmlType t :
-       {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q5_0, GgmlType::IQ4_NL, GgmlType::Q4_1}) {
-    const bool repacked = t == GgmlType::Q4_0 || t == GgmlType::IQ4_NL;
+       {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q5_0, GgmlType::IQ4_NL, GgmlType::Q4_1,
+        GgmlType::MXFP4}) {
+    const bool repacked =
+        t == GgmlType::Q4_0 || t == GgmlType::IQ4_NL || t == GgmlType::MXFP4;
     for (int isa : {1, 2}) {
       for (int cols : {1, 64})
         b->Args({static_cast<int>(t), isa, cols, repacked ? (cols == 1 ? 1 : 2) : 0});

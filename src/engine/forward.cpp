@@ -352,6 +352,12 @@ void Forward::moe_ffn(const Layer& l, const LayerVectors& lv, size_t n) {
     ops::choose_experts(spec, router_.data() + t * n_expert, n_expert, n_used, probs.data(),
                         chosen.data() + t * n_used, weights.data() + t * n_used);
   }
+  if (n == 1 && n_used * 2 <= kMaxProducts) {
+    // One token (decoding): every chosen expert's products at once, so
+    // that the threads meet three times per layer, not three per expert.
+    moe_ffn_one_token(l, lv, chosen.data(), weights.data());
+    return;
+  }
   // Expert e's bias row of `biases` (n wide) added to each of m rows.
   const auto add_expert_bias = [](const std::vector<float>& biases, size_t e, float* rows, size_t m,
                                   size_t width) {
@@ -408,6 +414,56 @@ void Forward::moe_ffn(const Layer& l, const LayerVectors& lv, size_t n) {
   }
 }
 
+// moe_ffn for one token, whose experts `chosen` weigh `weights`: the gate
+// and up products of every chosen expert in one multiply, their
+// activations in one loop, their down products in one more, each expert's
+// arithmetic that of moe_ffn.
+void Forward::moe_ffn_one_token(const Layer& l, const LayerVectors& lv, const int32_t* chosen,
+                                const float* weights) {
+  const MoeSpec& spec = *m_.arch().moe;
+  const size_t n_embd = hp_.n_embd, n_used = hp_.n_expert_used, n_ff = hp_.n_ff_exp;
+  expert_gate_.resize(n_used * n_ff), expert_up_.resize(n_used * n_ff);
+  expert_out_.resize(n_used * n_embd);
+  Product products[kMaxProducts];
+  for (size_t k = 0; k < n_used; ++k) {
+    const auto e = static_cast<size_t>(chosen[k]);
+    products[2 * k] = {&l.gate_exps[e], expert_gate_.data() + k * n_ff, h_.data()};
+    products[2 * k + 1] = {&l.up_exps[e], expert_up_.data() + k * n_ff, h_.data()};
+  }
+  multiply(std::span<const Product>(products, 2 * n_used), n_embd, 1, /*alone=*/true);
+  const auto add_row = [](const std::vector<float>& biases, size_t e, float* row, size_t width) {
+    if (biases.empty()) return;
+    for (size_t j = 0; j < width; ++j) row[j] += biases[e * width + j];
+  };
+  for (size_t k = 0; k < n_used; ++k) {
+    const auto e = static_cast<size_t>(chosen[k]);
+    add_row(lv.up_exps_bias, e, expert_up_.data() + k * n_ff, n_ff);
+    add_row(lv.gate_exps_bias, e, expert_gate_.data() + k * n_ff, n_ff);
+  }
+  const bool clamped = spec.activation == Activation::SwiGLUClamped;
+  pool_->parallel_for(n_used * n_ff, [&](size_t begin, size_t end) {
+    (clamped ? kernels::swiglu_clamped : swiglu_)(expert_gate_.data() + begin,
+                                                 expert_up_.data() + begin,
+                                                 expert_gate_.data() + begin, end - begin);
+  });
+  for (size_t k = 0; k < n_used; ++k) {
+    const auto e = static_cast<size_t>(chosen[k]);
+    products[k] = {&l.down_exps[e], expert_out_.data() + k * n_embd,
+                   expert_gate_.data() + k * n_ff};
+  }
+  multiply(std::span<const Product>(products, n_used), n_ff, 1, /*alone=*/true);
+  float* out = h_.data();
+  for (size_t k = 0; k < n_used; ++k) {
+    const auto e = static_cast<size_t>(chosen[k]);
+    float* expert = expert_out_.data() + k * n_embd;
+    add_row(lv.down_exps_bias, e, expert, n_embd);
+    for (size_t i = 0; i < n_embd; ++i) {
+      const float weighted = expert[i] * weights[k];
+      out[i] = k == 0 ? weighted : out[i] + weighted;
+    }
+  }
+}
+
 // h = the branch's input: x RMS-normed by `norm`, or x itself without one.
 void Forward::pre_norm(const std::vector<float>& norm, size_t n) {
   const size_t n_embd = hp_.n_embd;
@@ -438,42 +494,56 @@ void Forward::add_residual(const std::vector<float>& post_norm, size_t n) {
 
 void Forward::multiply(std::initializer_list<Product> products, const float* in, size_t n_in,
                        size_t n, bool alone) {
-  // Each distinct operand format once: the products of a layer's Q, K and
-  // V usually share one.
+  Product with_input[kMaxProducts];
+  size_t count = 0;
+  CHECK(products.size() <= kMaxProducts);
+  for (Product p : products) {
+    if (p.in == nullptr) p.in = in;
+    with_input[count++] = p;
+  }
+  multiply(std::span<const Product>(with_input, count), n_in, n, alone);
+}
+
+void Forward::multiply(std::span<const Product> products, size_t n_in, size_t n, bool alone) {
+  // Each distinct operand (format and input) once: the products of a
+  // layer's Q, K and V usually share one.
   struct Operand {
     GgmlType type;
+    const float* in;
     size_t offset, row_bytes;
   };
-  Operand operands[4];
+  Operand operands[kMaxProducts];
   size_t n_operands = 0, bytes = 0;
-  const auto operand_of = [&](GgmlType weight) -> const Operand& {
+  const auto operand_of = [&](GgmlType weight, const float* in) -> const Operand& {
     const GgmlType type = kernels::operand_type(weight);
     for (size_t i = 0; i < n_operands; ++i) {
-      if (operands[i].type == type) return operands[i];
+      if (operands[i].type == type && operands[i].in == in) return operands[i];
     }
-    CHECK(n_operands < 4);
     const size_t rb = kernels::row_bytes(type, n_in);
-    operands[n_operands] = Operand{type, bytes, rb};
+    operands[n_operands] = Operand{type, in, bytes, rb};
     bytes += n * rb;
     return operands[n_operands++];
   };
-  const Operand* operand_for[4];
+  const Operand* operand_for[kMaxProducts];
   size_t index = 0;
-  CHECK(products.size() <= 4);
+  CHECK(products.size() <= kMaxProducts);
   for (const Product& p : products) {
-    CHECK(p.w->n_in == n_in);
-    operand_for[index++] = &operand_of(p.w->tensor->type.type);
+    CHECK(p.w->n_in == n_in && p.in != nullptr);
+    operand_for[index++] = &operand_of(p.w->tensor->type.type, p.in);
   }
   if (operand_.size() < bytes) operand_.resize(bytes);
-  for (size_t i = 0; i < n_operands; ++i) {
-    const Operand& op = operands[i];
-    const kernels::OperandFn convert = kernels::operand_function(op.type, isa_);
-    pool_->parallel_for(n, [&](size_t begin, size_t end) {
-      for (size_t t = begin; t < end; ++t) {
-        convert(in + t * n_in, operand_.data() + op.offset + t * op.row_bytes, n_in);
-      }
-    });
-  }
+  // The conversions, each operand's rows over the threads (one row: each
+  // operand on a thread of its own).
+  const size_t items = n == 1 ? n_operands : n_operands * n;
+  pool_->parallel_for(items, [&](size_t begin, size_t end) {
+    for (size_t item = begin; item < end; ++item) {
+      const Operand& op = operands[n == 1 ? item : item / n];
+      const size_t t = n == 1 ? 0 : item % n;
+      kernels::operand_function(op.type, isa_)(op.in + t * n_in,
+                                               operand_.data() + op.offset + t * op.row_bytes,
+                                               n_in);
+    }
+  });
 
   // Rows in tiles of kTile: a tile's weights stay in the L2 cache while
   // every column group of the batch passes over them, and each call's

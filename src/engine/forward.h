@@ -72,11 +72,14 @@ class Forward {
   const Model& model() const { return m_; }
 
  private:
-  // out (n_tokens, w.n_out) = in (n_tokens, w.n_in) times w's rows.
+  // out (n_tokens, w.n_out) = in (n_tokens, w.n_in) times w's rows; `in`
+  // of its own, or the call's.
   struct Product {
     const Weight* w;
     float* out;
+    const float* in = nullptr;
   };
+  static constexpr size_t kMaxProducts = 8;
 
   void eval_batch(std::span<const int32_t> tokens, bool all_logits, float* logits);
   void pre_norm(const std::vector<float>& norm, size_t n);
@@ -84,11 +87,16 @@ class Forward {
   void add_residual(const std::vector<float>& post_norm, size_t n);
   void layer(uint32_t il, size_t n, size_t pos0);
   void moe_ffn(const Layer& l, const LayerVectors& lv, size_t n);
+  void moe_ffn_one_token(const Layer& l, const LayerVectors& lv, const int32_t* chosen,
+                         const float* weights);
   // The products of several weights with one input, in one parallel loop;
   // with `alone`, each of the n columns in the float order of a token
   // multiplied alone (as llama.cpp's mul_mat_id multiplies each token).
   void multiply(std::initializer_list<Product> products, const float* in, size_t n_in, size_t n,
                 bool alone = false);
+  // The same, each product with its own input (at most kMaxProducts).
+  void multiply(std::span<const Product> products, size_t n_in, size_t n, bool alone);
+  void moe_ffn_one_token(const Layer& l, const LayerVectors& lv);
   void rope_tables(size_t n, size_t pos0);
 
   const Model& m_;
