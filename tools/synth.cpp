@@ -15,8 +15,9 @@
 // tiny-exaone4-64 (norms after the branches only, Q/K norms; 2 and 64
 // layers, the latter with exaone4's sliding windows), tiny-cohere2
 // (LayerNorms, one norm for parallel attention and FFN, tied output, 4
-// layers), tiny-qwen3moe and tiny-gpt-oss (8 experts, 2 per token;
-// gpt-oss with its biases, sinks, sliding window and YaRN), qwen2.5-0.5b,
+// layers), tiny-qwen3moe, tiny-qwen2moe (with a shared expert), tiny-mixtral
+// (llama with experts) and tiny-gpt-oss (8 experts, 2 per token; gpt-oss
+// with its biases, sinks, sliding window and YaRN), qwen2.5-0.5b,
 // llama-3.2-1b, qwen2.5-7b, llama-3.1-8b, qwen3-8b, qwen2.5-14b,
 // qwen3-30b-a3b and gpt-oss-20b (their published hyper-parameters;
 // llama-3.1-8b without its rope_freqs factors, which change no speed). Weights are uniform with the
@@ -121,6 +122,12 @@ constexpr Shape kShapes[] = {
      true, 0, 32, 8, 2, 64},
     {"tiny-gpt-oss", "gpt-oss", 64, 4, 4, 2, 0, 512, 8192, 150000.0f, 1e-5f, false, GgmlType::F32,
      false, 0, 32, 8, 2, 64},
+    // qwen2moe: a shared expert (96 wide) beside the chosen ones; llama with
+    // experts (Mixtral), each feed_forward_length wide.
+    {"tiny-qwen2moe", "qwen2moe", 64, 2, 4, 2, 96, 512, 8192, 1e6f, 1e-6f, false, GgmlType::F32,
+     false, 0, 0, 8, 2, 64},
+    {"tiny-mixtral", "llama", 64, 2, 4, 2, 0, 512, 8192, 1e6f, 1e-5f, false, GgmlType::F32, false,
+     0, 0, 8, 2, 64},
     {"qwen3-30b-a3b", "qwen3moe", 2048, 48, 32, 4, 0, 151936, 40960, 1e6f, 1e-6f, false,
      GgmlType::Q4_0, true, 0, 128, 128, 8, 768},
     {"gpt-oss-20b", "gpt-oss", 2880, 24, 64, 8, 0, 201088, 131072, 150000.0f, 1e-5f, false,
@@ -290,11 +297,16 @@ int write_model(const Shape& s, const Options& options, const std::string& path)
   w.set(k::arch_key(arch, k::kEmbeddingLength), s.n_embd);
   w.set(k::arch_key(arch, k::kBlockCount), s.n_layer + options.nextn);
   if (options.nextn != 0) w.set(k::arch_key(arch, "nextn_predict_layers"), options.nextn);
-  w.set(k::arch_key(arch, k::kFeedForwardLength), s.n_expert != 0 ? s.n_ff_exp : s.n_ff);
+  // With experts, n_ff is a shared expert's width (qwen2moe), and
+  // feed_forward_length each expert's where the family reads no other key
+  // (llama).
+  w.set(k::arch_key(arch, k::kFeedForwardLength),
+        s.n_expert != 0 && s.arch != "qwen2moe" ? s.n_ff_exp : s.n_ff);
   if (s.n_expert != 0) {
     w.set(k::arch_key(arch, "expert_count"), s.n_expert);
     w.set(k::arch_key(arch, "expert_used_count"), s.n_expert_used);
-    w.set(k::arch_key(arch, "expert_feed_forward_length"), s.n_ff_exp);
+    if (s.arch != "llama") w.set(k::arch_key(arch, "expert_feed_forward_length"), s.n_ff_exp);
+    if (s.arch == "qwen2moe") w.set(k::arch_key(arch, "expert_shared_feed_forward_length"), s.n_ff);
   }
   w.set(k::arch_key(arch, k::kHeadCount), s.n_head);
   w.set(k::arch_key(arch, k::kHeadCountKv), s.n_head_kv);
@@ -423,7 +435,7 @@ int write_model(const Shape& s, const Options& options, const std::string& path)
   const bool fused_qkv = fused_up || options.fused_qkv;
   // llama.cpp's loaders read Q/K/V biases in every family, attention
   // output and FFN biases in llama's, and an output bias in qwen2's.
-  const bool qkv_biases = s.arch == "qwen2" || oss || options.biases;
+  const bool qkv_biases = s.arch == "qwen2" || s.arch == "qwen2moe" || oss || options.biases;
   const bool projection_biases = options.biases && (s.arch == "llama" || s.arch == "mistral3");
   matrix("token_embd.weight", 0, s.n_embd, s.n_vocab);
   ones("output_norm.weight", s.n_embd);
@@ -464,6 +476,12 @@ int write_model(const Shape& s, const Options& options, const std::string& path)
       matrix(b + "ffn_gate_exps.weight", l, s.n_embd, s.n_ff_exp, s.n_expert);
       matrix(b + "ffn_up_exps.weight", l, s.n_embd, s.n_ff_exp, s.n_expert);
       matrix(b + "ffn_down_exps.weight", l, s.n_ff_exp, s.n_embd, s.n_expert);
+      if (s.arch == "qwen2moe") {
+        matrix(b + "ffn_gate_shexp.weight", l, s.n_embd, s.n_ff);
+        matrix(b + "ffn_up_shexp.weight", l, s.n_embd, s.n_ff);
+        matrix(b + "ffn_down_shexp.weight", l, s.n_ff, s.n_embd);
+        small(b + "ffn_gate_inp_shexp.weight", s.n_embd);  // one row, kept F32 (1-D)
+      }
       if (oss) {
         small(b + "ffn_gate_inp.bias", s.n_expert);
         small(b + "ffn_gate_exps.bias", s.n_ff_exp, s.n_expert);
@@ -504,7 +522,8 @@ int usage() {
       "                  [--rope-scaling linear:FACTOR | yarn:FACTOR[:ORIGINAL_CONTEXT] |\n"
       "                                  longrope:ORIGINAL_CONTEXT]\n"
       "SHAPE: tiny, tiny-qwen2, tiny-qwen3, tiny-phi3, tiny-glm4, tiny-mistral3, tiny-qwen3vl,\n"
-      "       tiny-exaone4, tiny-exaone4-64, tiny-cohere2, tiny-qwen3moe, tiny-gpt-oss,\n"
+      "       tiny-exaone4, tiny-exaone4-64, tiny-cohere2, tiny-qwen3moe, tiny-qwen2moe,\n"
+      "       tiny-mixtral, tiny-gpt-oss,\n"
       "       qwen2.5-0.5b, llama-3.2-1b, qwen2.5-7b, llama-3.1-8b, qwen3-8b, qwen2.5-14b,\n"
       "       qwen3-30b-a3b, gpt-oss-20b\n"
       "TYPE: f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 iq4_nl mxfp4 q2_k q3_k q4_k q5_k q6_k iq4_xs "

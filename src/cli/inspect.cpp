@@ -262,11 +262,14 @@ Json computed_json(const Summary& s) {
               {"attn_temperature_scale", value_or_null(hp.attn_temp_scale)},
               {"nextn_blocks", hp.n_block - hp.n_layer},
               {"attn_sinks", s.spec->sinks},
-              {"experts", hp.n_expert == 0 ? Json(nullptr)
-                                           : Json{{"count", hp.n_expert},
-                                                  {"used", hp.n_expert_used},
-                                                  {"feed_forward_length", hp.n_ff_exp},
-                                                  {"weights", expert_weights(*s.spec->moe)}}}};
+              {"experts", hp.n_expert == 0
+                              ? Json(nullptr)
+                              : Json{{"count", hp.n_expert},
+                                     {"used", hp.n_expert_used},
+                                     {"feed_forward_length", hp.n_ff_exp},
+                                     {"weights", expert_weights(*s.spec->moe)},
+                                     {"shared_feed_forward_length",
+                                      hp.n_ff_shexp == 0 ? Json(nullptr) : Json(hp.n_ff_shexp)}}}};
 }
 
 template <class T>
@@ -404,7 +407,10 @@ void print_text(const GgufFile& f, const Summary& s, bool list_tensors, std::ost
     if (hp.n_expert != 0) {
       row("experts", std::to_string(hp.n_expert) + ", " + std::to_string(hp.n_expert_used) +
                          " per token, FFN " + std::to_string(hp.n_ff_exp) +
-                         " wide (weights: " + expert_weights(*s.spec->moe) + ")");
+                         " wide (weights: " + expert_weights(*s.spec->moe) + ")" +
+                         (hp.n_ff_shexp != 0 ? ", and a shared expert " +
+                                                   std::to_string(hp.n_ff_shexp) + " wide, gated"
+                                             : ""));
     }
     if (s.spec->sinks) row("attention sinks", "a logit per head");
     if (hp.n_block != hp.n_layer) {

@@ -286,7 +286,7 @@ void Forward::layer(uint32_t il, size_t n, size_t pos0) {
     pre_norm(lv.ffn_norm, n);
   }
 
-  if (m_.arch().moe) {
+  if (m_.moe() != nullptr) {
     moe_ffn(l, lv, n);
     add_residual(lv.post_ffn_norm, n);
     return;
@@ -339,9 +339,8 @@ void Forward::add_bias(const std::vector<float>& bias, float* rows, size_t n) {
 // float order of a token alone, as llama.cpp's mul_mat_id multiplies each
 // token's row.
 void Forward::moe_ffn(const Layer& l, const LayerVectors& lv, size_t n) {
-  const MoeSpec& spec = *m_.arch().moe;
+  const MoeSpec& spec = *m_.moe();
   const size_t n_embd = hp_.n_embd, n_expert = hp_.n_expert, n_used = hp_.n_expert_used;
-  const size_t n_ff = hp_.n_ff_exp;
   router_.resize(n * n_expert);
   multiply({{&l.router, router_.data()}}, h_.data(), n_embd, n);
   add_bias(lv.router_bias, router_.data(), n);
@@ -352,12 +351,48 @@ void Forward::moe_ffn(const Layer& l, const LayerVectors& lv, size_t n) {
     ops::choose_experts(spec, router_.data() + t * n_expert, n_expert, n_used, probs.data(),
                         chosen.data() + t * n_used, weights.data() + t * n_used);
   }
+  if (spec.shared_expert) shared_expert(l, n);  // before h_ is overwritten
   if (n == 1 && n_used * 2 <= kMaxProducts) {
     // One token (decoding): every chosen expert's products at once, so
     // that the threads meet three times per layer, not three per expert.
     moe_ffn_one_token(l, lv, chosen.data(), weights.data());
-    return;
+  } else {
+    moe_ffn_batch(l, lv, n, chosen.data(), weights.data());
   }
+  if (spec.shared_expert) {
+    for (size_t i = 0; i < n * n_embd; ++i) h_[i] += shared_[i];
+  }
+}
+
+// qwen2moe's shared expert for the n tokens of h_, into shared_: its SwiGLU
+// FFN, times sigmoid(shexp_gate . x) computed as ggml does, silu(x) / x
+// with libm's expf (ggml's scalar SiLU, for a row of one).
+void Forward::shared_expert(const Layer& l, size_t n) {
+  const size_t n_embd = hp_.n_embd, n_ff = hp_.n_ff_shexp;
+  gate_.resize(n * n_ff), up_.resize(n * n_ff), shared_.resize(n * n_embd);
+  std::vector<float> gate_logit(n);
+  multiply({{&l.gate_shexp, gate_.data()},
+            {&l.up_shexp, up_.data()},
+            {&l.shexp_gate, gate_logit.data()}},
+           h_.data(), n_embd, n);
+  pool_->parallel_for(n * n_ff, [&](size_t begin, size_t end) {
+    swiglu_(gate_.data() + begin, up_.data() + begin, gate_.data() + begin, end - begin);
+  });
+  multiply({{&l.down_shexp, shared_.data()}}, gate_.data(), n_ff, n);
+  for (size_t t = 0; t < n; ++t) {
+    const float x = gate_logit[t];
+    const float sigmoid = x / (1.0f + std::exp(-x)) / x;
+    float* row = shared_.data() + t * n_embd;
+    for (size_t i = 0; i < n_embd; ++i) row[i] *= sigmoid;
+  }
+}
+
+// moe_ffn for a batch: each chosen expert over all its tokens at once.
+void Forward::moe_ffn_batch(const Layer& l, const LayerVectors& lv, size_t n, const int32_t* chosen,
+                            const float* weights) {
+  const MoeSpec& spec = *m_.moe();
+  const size_t n_embd = hp_.n_embd, n_expert = hp_.n_expert, n_used = hp_.n_expert_used;
+  const size_t n_ff = hp_.n_ff_exp;
   // Expert e's bias row of `biases` (n wide) added to each of m rows.
   const auto add_expert_bias = [](const std::vector<float>& biases, size_t e, float* rows, size_t m,
                                   size_t width) {
@@ -420,7 +455,7 @@ void Forward::moe_ffn(const Layer& l, const LayerVectors& lv, size_t n) {
 // arithmetic that of moe_ffn.
 void Forward::moe_ffn_one_token(const Layer& l, const LayerVectors& lv, const int32_t* chosen,
                                 const float* weights) {
-  const MoeSpec& spec = *m_.arch().moe;
+  const MoeSpec& spec = *m_.moe();
   const size_t n_embd = hp_.n_embd, n_used = hp_.n_expert_used, n_ff = hp_.n_ff_exp;
   expert_gate_.resize(n_used * n_ff), expert_up_.resize(n_used * n_ff);
   expert_out_.resize(n_used * n_embd);
@@ -443,8 +478,8 @@ void Forward::moe_ffn_one_token(const Layer& l, const LayerVectors& lv, const in
   const bool clamped = spec.activation == Activation::SwiGLUClamped;
   pool_->parallel_for(n_used * n_ff, [&](size_t begin, size_t end) {
     (clamped ? kernels::swiglu_clamped : swiglu_)(expert_gate_.data() + begin,
-                                                 expert_up_.data() + begin,
-                                                 expert_gate_.data() + begin, end - begin);
+                                                  expert_up_.data() + begin,
+                                                  expert_gate_.data() + begin, end - begin);
   });
   for (size_t k = 0; k < n_used; ++k) {
     const auto e = static_cast<size_t>(chosen[k]);
@@ -539,9 +574,8 @@ void Forward::multiply(std::span<const Product> products, size_t n_in, size_t n,
     for (size_t item = begin; item < end; ++item) {
       const Operand& op = operands[n == 1 ? item : item / n];
       const size_t t = n == 1 ? 0 : item % n;
-      kernels::operand_function(op.type, isa_)(op.in + t * n_in,
-                                               operand_.data() + op.offset + t * op.row_bytes,
-                                               n_in);
+      kernels::operand_function(op.type, isa_)(
+          op.in + t * n_in, operand_.data() + op.offset + t * op.row_bytes, n_in);
     }
   });
 

@@ -89,6 +89,9 @@ class Forward {
   void moe_ffn(const Layer& l, const LayerVectors& lv, size_t n);
   void moe_ffn_one_token(const Layer& l, const LayerVectors& lv, const int32_t* chosen,
                          const float* weights);
+  void moe_ffn_batch(const Layer& l, const LayerVectors& lv, size_t n, const int32_t* chosen,
+                     const float* weights);
+  void shared_expert(const Layer& l, size_t n);
   // The products of several weights with one input, in one parallel loop;
   // with `alone`, each of the n columns in the float order of a token
   // multiplied alone (as llama.cpp's mul_mat_id multiplies each token).
@@ -125,6 +128,7 @@ class Forward {
   // at a time, the inputs of its tokens (n_embd each), their gate and up
   // (n_ff_exp each); every (token, choice)'s output (n_embd each).
   std::vector<float> router_, expert_in_, expert_gate_, expert_up_, expert_out_;
+  std::vector<float> shared_;  // (batch, n_embd) a shared expert's gated output
   // (batch, n_rot / 2) per rotation: [0] the global layers', [sliding_table_]
   // the sliding layers' (1 where they rotate otherwise, else 0).
   std::vector<float> cos_[2], sin_[2];

@@ -461,10 +461,10 @@ std::span<const float> ReferenceForward::step(int32_t token) {
         ops::block_norm(hp, h.data(), lv.ffn_norm.data(), h.data(), h.size());
     }
 
-    if (m_.arch().moe) {
+    if (m_.moe() != nullptr) {
       // A mixture of experts (Shazeer et al. 2017): the chosen experts'
       // gated FFNs, each times its weight, added in the order of choice.
-      const MoeSpec& spec = *m_.arch().moe;
+      const MoeSpec& spec = *m_.moe();
       const std::vector<float> logits = biased(matvec(l.router, h), lv.router_bias);
       std::vector<float> probs(hp.n_expert), weights(hp.n_expert_used), out(hp.n_embd);
       std::vector<int32_t> chosen(hp.n_expert_used);
@@ -495,6 +495,17 @@ std::span<const float> ReferenceForward::step(int32_t token) {
           const float weighted = expert[i] * weights[slot];
           out[i] = slot == 0 ? weighted : out[i] + weighted;
         }
+      }
+      if (spec.shared_expert) {
+        // qwen2moe: plus the shared expert, times sigmoid(gate . h) (as
+        // ggml computes it: silu(x) / x, libm's expf).
+        std::vector<float> gate = matvec(l.gate_shexp, h);
+        const std::vector<float> up = matvec(l.up_shexp, h);
+        for (size_t i = 0; i < gate.size(); ++i) gate[i] = silu(gate[i]) * up[i];
+        const std::vector<float> shared = matvec(l.down_shexp, gate);
+        const float g = matvec(l.shexp_gate, h)[0];
+        const float sigmoid = g / (1.0f + std::exp(-g)) / g;
+        for (size_t i = 0; i < out.size(); ++i) out[i] += shared[i] * sigmoid;
       }
       add_branch(std::move(out), lv.post_ffn_norm);
       continue;

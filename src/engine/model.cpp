@@ -14,7 +14,7 @@ namespace quip::engine {
 namespace {
 
 constexpr ArchSpec kArchs[] = {
-    {.name = "llama", .projection_biases = true},
+    {.name = "llama", .projection_biases = true, .moe = MoeSpec{.where_counted = true}},
     {.name = "qwen2", .rope = RopeStyle::NeoX, .output_bias = true},
     {.name = "qwen3", .rope = RopeStyle::NeoX, .qk_norm = true},
     {.name = "granite", .scales = true, .projection_biases = true},
@@ -84,6 +84,9 @@ constexpr ArchSpec kArchs[] = {
      .always_tied = true,
      .logit_scale_multiplies = true},
     {.name = "qwen3moe", .rope = RopeStyle::NeoX, .qk_norm = true, .moe = MoeSpec{}},
+    {.name = "qwen2moe",
+     .rope = RopeStyle::NeoX,
+     .moe = MoeSpec{.normalize = false, .shared_expert = true}},
     {.name = "gpt-oss",
      .rope = RopeStyle::NeoX,
      .sliding = SlidingWindow{.default_window = 0,
@@ -333,7 +336,7 @@ Result<Model> Model::bind(const gguf::GgufFile& f) {
     return Error{
         prefix + "architecture '" + printable(*arch) +
         "' is not supported (quip runs llama, qwen2, qwen3, gemma2, gemma3, phi3, olmo2, granite, "
-        "smollm3, mistral3, glm4, qwen3vl, exaone4, cohere2, qwen3moe and gpt-oss)"};
+        "smollm3, mistral3, glm4, qwen3vl, exaone4, cohere2, qwen3moe, qwen2moe and gpt-oss)"};
   }
   const auto key = [&](std::string_view suffix) { return k::arch_key(*arch, suffix); };
   const auto u32 = [&](std::string_view suffix, uint32_t* out,
@@ -395,7 +398,15 @@ Result<Model> Model::bind(const gguf::GgufFile& f) {
     }
     hp.n_layer = hp.n_block - nextn;
   }
-  if (m.arch_->moe) {
+  // A mixture of experts: always in its families, in llama's where the
+  // file counts experts (as llama.cpp reads expert_count for every family).
+  const MoeSpec* moe = m.arch_->moe ? &*m.arch_->moe : nullptr;
+  if (moe != nullptr && moe->where_counted) {
+    uint32_t count = 0;
+    if (auto r = u32("expert_count", &count, 0u); !r) return r.error();
+    if (count == 0) moe = nullptr;
+  }
+  if (moe != nullptr) {
     for (auto [suffix, out] : {std::pair{"expert_count", &hp.n_expert},
                                std::pair{"expert_used_count", &hp.n_expert_used}}) {
       if (auto r = u32(suffix, out, std::nullopt); !r) return r.error();
@@ -404,8 +415,26 @@ Result<Model> Model::bind(const gguf::GgufFile& f) {
       return Error{prefix + key("expert_used_count") + " " + std::to_string(hp.n_expert_used) +
                    " must be 1 to " + key("expert_count") + " " + std::to_string(hp.n_expert)};
     }
-    if (auto r = u32("expert_feed_forward_length", &hp.n_ff_exp, hp.n_ff / hp.n_expert_used); !r) {
+    // llama's experts are feed_forward_length wide; the other families
+    // say so apart, or share it out among the experts a token uses.
+    if (moe->where_counted) {
+      hp.n_ff_exp = hp.n_ff;
+    } else if (auto r = u32("expert_feed_forward_length", &hp.n_ff_exp, hp.n_ff / hp.n_expert_used);
+               !r) {
       return r.error();
+    }
+    if (moe->shared_expert) {
+      if (auto r = u32("expert_shared_feed_forward_length", &hp.n_ff_shexp, hp.n_ff); !r) {
+        return r.error();
+      }
+    }
+    // Groups of experts (DeepSeek-V3's routing), which llama.cpp reads for
+    // every family, are not computed yet.
+    uint32_t groups = 0;
+    if (auto r = u32("expert_group_count", &groups, 0u); !r) return r.error();
+    if (groups > 1) {
+      return Error{prefix + "expert groups (" + key("expert_group_count") + " " +
+                   std::to_string(groups) + ") are not supported yet"};
     }
   }
   if (auto r = key_or_array(k::kHeadCountKv, &hp.n_head_kv, hp.n_head); !r) return r.error();
@@ -551,9 +580,11 @@ Result<Model> Model::bind(const gguf::GgufFile& f) {
   for (uint32_t i = 0; i < hp.n_layer; ++i) {
     Layer& l = m.layers_[i];
     const std::string b = "blk." + std::to_string(i) + ".";
-    const bool norm = m.arch_->qk_norm, dense = !m.arch_->moe;
+    const bool norm = m.arch_->qk_norm, dense = hp.n_expert == 0;
     const bool biases = m.arch_->projection_biases && dense;
     const bool moe_biases = !dense && m.arch_->moe->biases, sinks = m.arch_->sinks;
+    const bool shared = !dense && m.arch_->moe->shared_expert;
+    const uint64_t n_ff_shexp = hp.n_ff_shexp;
     // Q, K and V fused or apart, in any family, as llama.cpp's loaders.
     const bool fused_qkv = f.find_tensor(b + "attn_qkv.weight") != nullptr, apart = !fused_qkv;
     const bool fused_up = m.arch_->fused_gate_up;
@@ -597,6 +628,10 @@ Result<Model> Model::bind(const gguf::GgufFile& f) {
                      true, &l.up_exps_bias},
           std::tuple{"ffn_down_exps.bias", n_embd, uint64_t{hp.n_expert}, moe_biases, true,
                      &l.down_exps_bias},
+          std::tuple{"ffn_gate_shexp.weight", n_embd, n_ff_shexp, shared, true, &l.gate_shexp},
+          std::tuple{"ffn_up_shexp.weight", n_embd, n_ff_shexp, shared, true, &l.up_shexp},
+          std::tuple{"ffn_down_shexp.weight", n_ff_shexp, n_embd, shared, true, &l.down_shexp},
+          std::tuple{"ffn_gate_inp_shexp.weight", n_embd, uint64_t{1}, shared, true, &l.shexp_gate},
           std::tuple{"ffn_gate.bias", n_ff, uint64_t{1}, biases, false, &l.b_gate},
           std::tuple{"ffn_up.bias", n_ff, uint64_t{1}, biases, false, &l.b_up},
           std::tuple{"ffn_down.bias", n_embd, uint64_t{1}, biases, false, &l.b_down}}) {

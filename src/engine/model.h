@@ -50,6 +50,13 @@ struct MoeSpec {
   // expert's three matrices (ffn_{gate,up,down}_exps.bias, a row each).
   bool biases = false;
   Activation activation = Activation::SwiGLU;
+  // llama: experts only in a file with expert_count (Mixtral), each
+  // feed_forward_length wide; dense otherwise.
+  bool where_counted = false;
+  // qwen2moe: a shared expert (ffn_{gate,up,down}_shexp, its width
+  // expert_shared_feed_forward_length) beside the chosen ones, its output
+  // times sigmoid(ffn_gate_inp_shexp . x).
+  bool shared_expert = false;
 };
 
 // Sliding-window attention as a family's llama.cpp loader sets it up.
@@ -136,7 +143,8 @@ struct ArchSpec {
   bool parallel_block = false;
   bool always_tied = false;
   bool logit_scale_multiplies = false;
-  // qwen3moe, gpt-oss: a mixture of experts in place of the FFN.
+  // qwen3moe, qwen2moe, gpt-oss (and llama where the file has experts):
+  // a mixture of experts in place of the FFN.
   std::optional<MoeSpec> moe = {};
   // gpt-oss: attention sinks (attn_sinks, a logit per head that joins each
   // softmax's denominator and adds no value).
@@ -179,12 +187,15 @@ struct Layer {
   std::vector<Weight> gate_exps, up_exps, down_exps;
   // MoeSpec::biases: the router's, and the experts' (a row per expert).
   Weight router_bias, gate_exps_bias, up_exps_bias, down_exps_bias;
+  // MoeSpec::shared_expert: its FFN and its gate (one row).
+  Weight gate_shexp, up_shexp, down_shexp, shexp_gate;
   Weight sinks;  // ArchSpec::sinks: n_head logits
 
   // What a token's step reads besides the experts: the matrices it
   // multiplies by, and the vectors (norms, biases); absent ones included.
-  std::array<const Weight*, 9> matrices() const {
-    return {&wq, &wk, &wv, &wqkv, &wo, &w_gate, &w_up, &w_down, &router};
+  std::array<const Weight*, 13> matrices() const {
+    return {&wq,     &wk,     &wv,         &wqkv,     &wo,         &w_gate,    &w_up,
+            &w_down, &router, &gate_shexp, &up_shexp, &down_shexp, &shexp_gate};
   }
   std::array<const Weight*, 19> vectors() const {
     return {&attn_norm,
@@ -243,8 +254,9 @@ struct Hparams {
   // The blocks of the file, n_layer run and the NextN blocks after them.
   uint32_t n_block = 0;
   // Mixture of experts: experts per layer, those each token uses, and
-  // each expert's FFN width (expert_feed_forward_length).
-  uint32_t n_expert = 0, n_expert_used = 0, n_ff_exp = 0;
+  // each expert's FFN width (expert_feed_forward_length), and a shared
+  // expert's (MoeSpec::shared_expert).
+  uint32_t n_expert = 0, n_expert_used = 0, n_ff_exp = 0, n_ff_shexp = 0;
   // The context the rotation was trained for before it was stretched
   // (rope.scaling.original_context_length; n_ctx_train without it): YaRN's
   // range, and LongRoPE's choice of factors.
@@ -327,6 +339,8 @@ class Model {
   static Result<Model> bind(const gguf::GgufFile& file);
 
   const ArchSpec& arch() const { return *arch_; }
+  // The mixture of experts of this file's layers; nullptr where they are dense.
+  const MoeSpec* moe() const { return hp_.n_expert != 0 ? &*arch_->moe : nullptr; }
   const Hparams& hparams() const { return hp_; }
   const Weight& token_embd() const { return token_embd_; }
   const Weight& output_norm() const { return output_norm_; }

@@ -300,6 +300,33 @@ TEST(ModelBind, RefusesBrokenExpertCounts) {
     ASSERT_FALSE(result.ok());
     EXPECT_NE(result.error().message.find(what), std::string::npos) << result.error().message;
   }
+  // Expert groups (DeepSeek-V3's routing), which llama.cpp reads in every
+  // family, are refused by name rather than routed without.
+  auto grouped = bind_hparams("qwen3moe", [](gguf::GgufWriter& w) {
+    w.set("qwen3moe.expert_count", uint32_t{8});
+    w.set("qwen3moe.expert_used_count", uint32_t{2});
+    w.set("qwen3moe.expert_group_count", uint32_t{4});
+  });
+  ASSERT_FALSE(grouped.ok());
+  EXPECT_NE(grouped.error().message.find("expert groups (qwen3moe.expert_group_count 4)"),
+            std::string::npos)
+      << grouped.error().message;
+}
+
+// llama's layers are a mixture of experts exactly where the file counts
+// experts (Mixtral); expert_count 0 is the dense llama.
+TEST(ModelBind, LlamaHasExpertsWhereTheFileCountsThem) {
+  auto dense =
+      bind_hparams("llama", [](gguf::GgufWriter& w) { w.set("llama.expert_count", uint32_t{0}); });
+  ASSERT_TRUE(dense.ok()) << dense.error().message;
+  EXPECT_EQ(dense->n_expert, 0u);
+  auto mixtral = bind_hparams("llama", [](gguf::GgufWriter& w) {
+    w.set("llama.expert_count", uint32_t{8});
+    w.set("llama.expert_used_count", uint32_t{2});
+  });
+  ASSERT_FALSE(mixtral.ok());  // its expert tensors, which this dense file lacks
+  EXPECT_NE(mixtral.error().message.find("blk.0.ffn_gate_inp.weight"), std::string::npos)
+      << mixtral.error().message;
 }
 
 TEST(ModelBind, ReadsTheGemmasWindowsSoftCapsAndScales) {

@@ -64,6 +64,14 @@ CASES = [
     ("tiny-gpt-oss", "--sliding-window 16"),
     ("tiny-gpt-oss", "--mix mxfp4_moe --sliding-window 24"),
     ("tiny-gpt-oss", "--type mxfp4 --sliding-window 16 --rope-scaling yarn:8:256"),
+    # qwen2moe (a shared expert beside the chosen ones, gated by a sigmoid,
+    # the chosen weights not renormalized) and llama with experts
+    # (Mixtral: softmax router, renormalized, experts feed_forward_length
+    # wide).
+    ("tiny-qwen2moe", ""),
+    ("tiny-qwen2moe", "--mix q4_k_m"),
+    ("tiny-mixtral", ""),
+    ("tiny-mixtral", "--type q4_0"),
 ]
 # A short prompt, and one of 400 byte tokens: positions where the scaled
 # and unscaled angles are far apart.
