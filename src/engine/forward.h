@@ -79,7 +79,7 @@ class Forward {
     float* out;
     const float* in = nullptr;
   };
-  static constexpr size_t kMaxProducts = 8;
+  static constexpr size_t kMaxProducts = 32;
 
   void eval_batch(std::span<const int32_t> tokens, bool all_logits, float* logits);
   void pre_norm(const std::vector<float>& norm, size_t n);
