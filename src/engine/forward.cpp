@@ -14,6 +14,17 @@ namespace {
 
 using gguf::GgmlType;
 
+// Expert e's row of the experts' `biases` (width wide; none where empty)
+// added to each of the m rows of `rows`.
+void add_expert_bias(const std::vector<float>& biases, size_t e, float* rows, size_t m,
+                     size_t width) {
+  if (biases.empty()) return;
+  const float* b = biases.data() + e * width;
+  for (size_t i = 0; i < m; ++i) {
+    for (size_t j = 0; j < width; ++j) rows[i * width + j] += b[j];
+  }
+}
+
 // Row r of a weight as floats (an embedding lookup; a whole vector).
 void dequantize(const Weight& w, uint64_t r, float* out) {
   const gguf::TensorInfo& t = *w.tensor;
@@ -352,16 +363,33 @@ void Forward::moe_ffn(const Layer& l, const LayerVectors& lv, size_t n) {
                         chosen.data() + t * n_used, weights.data() + t * n_used);
   }
   if (spec.shared_expert) shared_expert(l, n);  // before h_ is overwritten
+  // Each (token, choice)'s expert output into expert_out_.
+  expert_out_.resize(n * n_used * n_embd);
   if (n == 1 && n_used * 2 <= kMaxProducts) {
     // One token (decoding): every chosen expert's products at once, so
     // that the threads meet three times per layer, not three per expert.
-    moe_ffn_one_token(l, lv, chosen.data(), weights.data());
+    moe_ffn_one_token(l, lv, chosen.data());
   } else {
-    moe_ffn_batch(l, lv, n, chosen.data(), weights.data());
+    moe_ffn_batch(l, lv, n, chosen.data());
+  }
+  for (size_t t = 0; t < n; ++t) {
+    ops::join_experts(expert_out_.data() + t * n_used * n_embd, weights.data() + t * n_used, n_used,
+                      n_embd, h_.data() + t * n_embd);
   }
   if (spec.shared_expert) {
     for (size_t i = 0; i < n * n_embd; ++i) h_[i] += shared_[i];
   }
+}
+
+// The experts' activation over n values of expert_gate_ and expert_up_,
+// into expert_gate_.
+void Forward::activate_experts(size_t n) {
+  const bool clamped = m_.moe()->activation == Activation::SwiGLUClamped;
+  pool_->parallel_for(n, [&](size_t begin, size_t end) {
+    (clamped ? kernels::swiglu_clamped : swiglu_)(expert_gate_.data() + begin,
+                                                  expert_up_.data() + begin,
+                                                  expert_gate_.data() + begin, end - begin);
+  });
 }
 
 // qwen2moe's shared expert for the n tokens of h_, into shared_: its SwiGLU
@@ -388,21 +416,10 @@ void Forward::shared_expert(const Layer& l, size_t n) {
 }
 
 // moe_ffn for a batch: each chosen expert over all its tokens at once.
-void Forward::moe_ffn_batch(const Layer& l, const LayerVectors& lv, size_t n, const int32_t* chosen,
-                            const float* weights) {
-  const MoeSpec& spec = *m_.moe();
+void Forward::moe_ffn_batch(const Layer& l, const LayerVectors& lv, size_t n,
+                            const int32_t* chosen) {
   const size_t n_embd = hp_.n_embd, n_expert = hp_.n_expert, n_used = hp_.n_expert_used;
   const size_t n_ff = hp_.n_ff_exp;
-  // Expert e's bias row of `biases` (n wide) added to each of m rows.
-  const auto add_expert_bias = [](const std::vector<float>& biases, size_t e, float* rows, size_t m,
-                                  size_t width) {
-    if (biases.empty()) return;
-    const float* b = biases.data() + e * width;
-    for (size_t i = 0; i < m; ++i) {
-      for (size_t j = 0; j < width; ++j) rows[i * width + j] += b[j];
-    }
-  };
-  expert_out_.resize(n * n_used * n_embd);
   std::vector<size_t> choices;  // of one expert: indices t * n_used + k
   for (size_t e = 0; e < n_expert; ++e) {
     choices.clear();
@@ -420,12 +437,7 @@ void Forward::moe_ffn_batch(const Layer& l, const LayerVectors& lv, size_t n, co
              expert_in_.data(), n_embd, m, /*alone=*/true);
     add_expert_bias(lv.up_exps_bias, e, expert_up_.data(), m, n_ff);
     add_expert_bias(lv.gate_exps_bias, e, expert_gate_.data(), m, n_ff);
-    const bool clamped = spec.activation == Activation::SwiGLUClamped;
-    pool_->parallel_for(m * n_ff, [&](size_t begin, size_t end) {
-      (clamped ? kernels::swiglu_clamped : swiglu_)(expert_gate_.data() + begin,
-                                                    expert_up_.data() + begin,
-                                                    expert_gate_.data() + begin, end - begin);
-    });
+    activate_experts(m * n_ff);
     // The outputs into expert_in_, then each to its (token, choice).
     expert_in_.resize(m * n_embd);
     multiply({{&l.down_exps[e], expert_in_.data()}}, expert_gate_.data(), n_ff, m,
@@ -436,29 +448,15 @@ void Forward::moe_ffn_batch(const Layer& l, const LayerVectors& lv, size_t n, co
                 expert_out_.data() + choices[i] * n_embd);
     }
   }
-  for (size_t t = 0; t < n; ++t) {
-    float* out = h_.data() + t * n_embd;
-    for (size_t k = 0; k < n_used; ++k) {
-      const float* expert = expert_out_.data() + (t * n_used + k) * n_embd;
-      const float w = weights[t * n_used + k];
-      for (size_t i = 0; i < n_embd; ++i) {
-        const float weighted = expert[i] * w;
-        out[i] = k == 0 ? weighted : out[i] + weighted;
-      }
-    }
-  }
 }
 
-// moe_ffn for one token, whose experts `chosen` weigh `weights`: the gate
-// and up products of every chosen expert in one multiply, their
-// activations in one loop, their down products in one more, each expert's
-// arithmetic that of moe_ffn.
-void Forward::moe_ffn_one_token(const Layer& l, const LayerVectors& lv, const int32_t* chosen,
-                                const float* weights) {
-  const MoeSpec& spec = *m_.moe();
+// moe_ffn for one token, of experts `chosen`: the gate and up products of
+// every chosen expert in one multiply, their activations in one loop,
+// their down products in one more, each expert's arithmetic that of
+// moe_ffn_batch.
+void Forward::moe_ffn_one_token(const Layer& l, const LayerVectors& lv, const int32_t* chosen) {
   const size_t n_embd = hp_.n_embd, n_used = hp_.n_expert_used, n_ff = hp_.n_ff_exp;
   expert_gate_.resize(n_used * n_ff), expert_up_.resize(n_used * n_ff);
-  expert_out_.resize(n_used * n_embd);
   Product products[kMaxProducts];
   for (size_t k = 0; k < n_used; ++k) {
     const auto e = static_cast<size_t>(chosen[k]);
@@ -466,36 +464,21 @@ void Forward::moe_ffn_one_token(const Layer& l, const LayerVectors& lv, const in
     products[2 * k + 1] = {&l.up_exps[e], expert_up_.data() + k * n_ff, h_.data()};
   }
   multiply(std::span<const Product>(products, 2 * n_used), n_embd, 1, /*alone=*/true);
-  const auto add_row = [](const std::vector<float>& biases, size_t e, float* row, size_t width) {
-    if (biases.empty()) return;
-    for (size_t j = 0; j < width; ++j) row[j] += biases[e * width + j];
-  };
   for (size_t k = 0; k < n_used; ++k) {
     const auto e = static_cast<size_t>(chosen[k]);
-    add_row(lv.up_exps_bias, e, expert_up_.data() + k * n_ff, n_ff);
-    add_row(lv.gate_exps_bias, e, expert_gate_.data() + k * n_ff, n_ff);
+    add_expert_bias(lv.up_exps_bias, e, expert_up_.data() + k * n_ff, 1, n_ff);
+    add_expert_bias(lv.gate_exps_bias, e, expert_gate_.data() + k * n_ff, 1, n_ff);
   }
-  const bool clamped = spec.activation == Activation::SwiGLUClamped;
-  pool_->parallel_for(n_used * n_ff, [&](size_t begin, size_t end) {
-    (clamped ? kernels::swiglu_clamped : swiglu_)(expert_gate_.data() + begin,
-                                                  expert_up_.data() + begin,
-                                                  expert_gate_.data() + begin, end - begin);
-  });
+  activate_experts(n_used * n_ff);
   for (size_t k = 0; k < n_used; ++k) {
     const auto e = static_cast<size_t>(chosen[k]);
     products[k] = {&l.down_exps[e], expert_out_.data() + k * n_embd,
                    expert_gate_.data() + k * n_ff};
   }
   multiply(std::span<const Product>(products, n_used), n_ff, 1, /*alone=*/true);
-  float* out = h_.data();
   for (size_t k = 0; k < n_used; ++k) {
-    const auto e = static_cast<size_t>(chosen[k]);
-    float* expert = expert_out_.data() + k * n_embd;
-    add_row(lv.down_exps_bias, e, expert, n_embd);
-    for (size_t i = 0; i < n_embd; ++i) {
-      const float weighted = expert[i] * weights[k];
-      out[i] = k == 0 ? weighted : out[i] + weighted;
-    }
+    add_expert_bias(lv.down_exps_bias, static_cast<size_t>(chosen[k]),
+                    expert_out_.data() + k * n_embd, 1, n_embd);
   }
 }
 

@@ -87,10 +87,9 @@ class Forward {
   void add_residual(const std::vector<float>& post_norm, size_t n);
   void layer(uint32_t il, size_t n, size_t pos0);
   void moe_ffn(const Layer& l, const LayerVectors& lv, size_t n);
-  void moe_ffn_one_token(const Layer& l, const LayerVectors& lv, const int32_t* chosen,
-                         const float* weights);
-  void moe_ffn_batch(const Layer& l, const LayerVectors& lv, size_t n, const int32_t* chosen,
-                     const float* weights);
+  void moe_ffn_one_token(const Layer& l, const LayerVectors& lv, const int32_t* chosen);
+  void moe_ffn_batch(const Layer& l, const LayerVectors& lv, size_t n, const int32_t* chosen);
+  void activate_experts(size_t n);
   void shared_expert(const Layer& l, size_t n);
   // The products of several weights with one input, in one parallel loop;
   // with `alone`, each of the n columns in the float order of a token

@@ -478,6 +478,7 @@ std::span<const float> ReferenceForward::step(int32_t token) {
                                         biases.begin() + static_cast<long>((e + 1) * width));
       };
       const size_t n_ff = hp.n_ff_exp;
+      std::vector<float> outputs(size_t{hp.n_expert_used} * hp.n_embd);  // in the order of choice
       for (size_t slot = 0; slot < hp.n_expert_used; ++slot) {
         const auto e = static_cast<size_t>(chosen[slot]);
         std::vector<float> gate =
@@ -491,11 +492,10 @@ std::span<const float> ReferenceForward::step(int32_t token) {
         }
         const std::vector<float> expert =
             biased(matvec(l.down_exps[e], gate), row_of(lv.down_exps_bias, e, hp.n_embd));
-        for (size_t i = 0; i < out.size(); ++i) {
-          const float weighted = expert[i] * weights[slot];
-          out[i] = slot == 0 ? weighted : out[i] + weighted;
-        }
+        std::copy(expert.begin(), expert.end(),
+                  outputs.begin() + static_cast<long>(slot * hp.n_embd));
       }
+      ops::join_experts(outputs.data(), weights.data(), hp.n_expert_used, hp.n_embd, out.data());
       if (spec.shared_expert) {
         // qwen2moe: plus the shared expert, times sigmoid(gate . h) (as
         // ggml computes it: silu(x) / x, libm's expf).

@@ -159,6 +159,20 @@ inline void choose_experts(const MoeSpec& spec, const float* logits, size_t n_ex
   for (size_t k = 0; k < n_used; ++k) weights[k] /= total;
 }
 
+// A mixture of experts' output for one token: the n_used experts' outputs
+// (n_embd each, in the order of choice) times their weights, added in that
+// order, as llama.cpp's build_moe_ffn adds its views. out may not alias.
+inline void join_experts(const float* experts, const float* weights, size_t n_used, size_t n_embd,
+                         float* out) {
+  for (size_t k = 0; k < n_used; ++k) {
+    const float* expert = experts + k * n_embd;
+    for (size_t i = 0; i < n_embd; ++i) {
+      const float weighted = expert[i] * weights[k];
+      out[i] = k == 0 ? weighted : out[i] + weighted;
+    }
+  }
+}
+
 // A block's or the output's norm: LayerNorm where the model has them
 // (Hparams::layer_norm), else RMSNorm.
 inline void block_norm(const Hparams& hp, const float* x, const float* weight, float* out,
