@@ -223,8 +223,7 @@ void Forward::layer(uint32_t il, size_t n, size_t pos0) {
                       k_cache + kv_head * hd, v_cache + kv_head * hd, kv_dim, scores, window, out,
                       q_dim, lv.sinks.empty() ? nullptr : states);
         for (size_t i = 0; i < rows && !lv.sinks.empty(); ++i) {
-          kernels::add_sink(hd, lv.sinks[h], states + 2 * i, out + i * q_dim);
-          kernels::finish_head(hd, states + 2 * i, out + i * q_dim, out + i * q_dim);
+          kernels::finish_head_with_sink(hd, lv.sinks[h], states + 2 * i, out + i * q_dim);
         }
       }
     });
@@ -252,8 +251,7 @@ void Forward::layer(uint32_t il, size_t n, size_t pos0) {
           attend_(hd, heads, pos0 + t + 1 - start, q, k + start * kv_dim, v + start * kv_dim,
                   kv_dim, scores, out, sinks != nullptr ? states : nullptr);
           for (size_t g = 0; g < heads && sinks != nullptr; ++g) {
-            kernels::add_sink(hd, sinks[g], states + 2 * g, out + g * hd);
-            kernels::finish_head(hd, states + 2 * g, out + g * hd, out + g * hd);
+            kernels::finish_head_with_sink(hd, sinks[g], states + 2 * g, out + g * hd);
           }
           continue;
         }
@@ -393,8 +391,7 @@ void Forward::activate_experts(size_t n) {
 }
 
 // qwen2moe's shared expert for the n tokens of h_, into shared_: its SwiGLU
-// FFN, times sigmoid(shexp_gate . x) computed as ggml does, silu(x) / x
-// with libm's expf (ggml's scalar SiLU, for a row of one).
+// FFN, times ops::shared_expert_gate(shexp_gate . x).
 void Forward::shared_expert(const Layer& l, size_t n) {
   const size_t n_embd = hp_.n_embd, n_ff = hp_.n_ff_shexp;
   gate_.resize(n * n_ff), up_.resize(n * n_ff), shared_.resize(n * n_embd);
@@ -408,10 +405,9 @@ void Forward::shared_expert(const Layer& l, size_t n) {
   });
   multiply({{&l.down_shexp, shared_.data()}}, gate_.data(), n_ff, n);
   for (size_t t = 0; t < n; ++t) {
-    const float x = gate_logit[t];
-    const float sigmoid = x / (1.0f + std::exp(-x)) / x;
+    const float gate = ops::shared_expert_gate(gate_logit[t]);
     float* row = shared_.data() + t * n_embd;
-    for (size_t i = 0; i < n_embd; ++i) row[i] *= sigmoid;
+    for (size_t i = 0; i < n_embd; ++i) row[i] *= gate;
   }
 }
 
@@ -527,6 +523,7 @@ void Forward::multiply(std::span<const Product> products, size_t n_in, size_t n,
   // layer's Q, K and V usually share one.
   struct Operand {
     GgmlType type;
+    kernels::OperandFn convert;
     const float* in;
     size_t offset, row_bytes;
   };
@@ -538,7 +535,7 @@ void Forward::multiply(std::span<const Product> products, size_t n_in, size_t n,
       if (operands[i].type == type && operands[i].in == in) return operands[i];
     }
     const size_t rb = kernels::row_bytes(type, n_in);
-    operands[n_operands] = Operand{type, in, bytes, rb};
+    operands[n_operands] = Operand{type, kernels::operand_function(type, isa_), in, bytes, rb};
     bytes += n * rb;
     return operands[n_operands++];
   };
@@ -557,8 +554,7 @@ void Forward::multiply(std::span<const Product> products, size_t n_in, size_t n,
     for (size_t item = begin; item < end; ++item) {
       const Operand& op = operands[n == 1 ? item : item / n];
       const size_t t = n == 1 ? 0 : item % n;
-      kernels::operand_function(op.type, isa_)(
-          op.in + t * n_in, operand_.data() + op.offset + t * op.row_bytes, n_in);
+      op.convert(op.in + t * n_in, operand_.data() + op.offset + t * op.row_bytes, n_in);
     }
   });
 

@@ -98,7 +98,6 @@ class Forward {
                 bool alone = false);
   // The same, each product with its own input (at most kMaxProducts).
   void multiply(std::span<const Product> products, size_t n_in, size_t n, bool alone);
-  void moe_ffn_one_token(const Layer& l, const LayerVectors& lv);
   void rope_tables(size_t n, size_t pos0);
 
   const Model& m_;

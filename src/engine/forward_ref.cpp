@@ -447,10 +447,7 @@ std::span<const float> ReferenceForward::step(int32_t token) {
       attend(hd, 1, n_pos, q.data() + hh * hd, k_cache_[il].data() + start * kv_dim + kv_off,
              v_cache_[il].data() + start * kv_dim + kv_off, kv_dim, scores, out,
              lv.sinks.empty() ? nullptr : state);
-      if (!lv.sinks.empty()) {
-        kernels::add_sink(hd, lv.sinks[hh], state, out);
-        kernels::finish_head(hd, state, out, out);
-      }
+      if (!lv.sinks.empty()) kernels::finish_head_with_sink(hd, lv.sinks[hh], state, out);
     }
     std::vector<float> attn_out = biased(matvec(l.wo, attn), lv.bo);
     const bool parallel = m_.arch().parallel_block;  // cohere2: the FFN reads h too
@@ -497,15 +494,13 @@ std::span<const float> ReferenceForward::step(int32_t token) {
       }
       ops::join_experts(outputs.data(), weights.data(), hp.n_expert_used, hp.n_embd, out.data());
       if (spec.shared_expert) {
-        // qwen2moe: plus the shared expert, times sigmoid(gate . h) (as
-        // ggml computes it: silu(x) / x, libm's expf).
+        // qwen2moe: plus the shared expert, times its gate.
         std::vector<float> gate = matvec(l.gate_shexp, h);
         const std::vector<float> up = matvec(l.up_shexp, h);
         for (size_t i = 0; i < gate.size(); ++i) gate[i] = silu(gate[i]) * up[i];
         const std::vector<float> shared = matvec(l.down_shexp, gate);
-        const float g = matvec(l.shexp_gate, h)[0];
-        const float sigmoid = g / (1.0f + std::exp(-g)) / g;
-        for (size_t i = 0; i < out.size(); ++i) out[i] += shared[i] * sigmoid;
+        const float factor = ops::shared_expert_gate(matvec(l.shexp_gate, h)[0]);
+        for (size_t i = 0; i < out.size(); ++i) out[i] += shared[i] * factor;
       }
       add_branch(std::move(out), lv.post_ffn_norm);
       continue;

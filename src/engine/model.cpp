@@ -7,7 +7,6 @@
 #include "base/text.h"
 #include "gguf/keys.h"
 #include "kernels/dequantize.h"
-#include "kernels/dot.h"
 
 namespace quip::engine {
 
@@ -663,24 +662,12 @@ Result<Model> Model::bind(const gguf::GgufFile& f) {
   return m;
 }
 
-std::vector<float> rows_of(const Weight& w) {
-  std::vector<float> out;
-  if (w) {
-    out.resize(w.n_in * w.n_out);
-    const size_t row_bytes = kernels::row_bytes(w.tensor->type.type, w.n_in);
-    for (uint64_t r = 0; r < w.n_out; ++r) {
-      kernels::dequantize_row(w.tensor->type.type, w.tensor->data.data() + r * row_bytes,
-                              out.data() + r * w.n_in, w.n_in);
-    }
-  }
-  return out;
-}
-
 std::vector<float> vector_of(const Weight& w) {
   std::vector<float> out;
   if (w) {
-    out.resize(w.n_in);
-    kernels::dequantize_row(w.tensor->type.type, w.tensor->data.data(), out.data(), w.n_in);
+    // Rows of whole blocks, one after another: one row of n_in * n_out.
+    out.resize(w.n_in * w.n_out);
+    kernels::dequantize_row(w.tensor->type.type, w.tensor->data.data(), out.data(), out.size());
   }
   return out;
 }
@@ -701,9 +688,9 @@ LayerVectors::LayerVectors(const Layer& l)
       post_ffn_norm(vector_of(l.post_ffn_norm)),
       sinks(vector_of(l.sinks)),
       router_bias(vector_of(l.router_bias)),
-      gate_exps_bias(rows_of(l.gate_exps_bias)),
-      up_exps_bias(rows_of(l.up_exps_bias)),
-      down_exps_bias(rows_of(l.down_exps_bias)) {
+      gate_exps_bias(vector_of(l.gate_exps_bias)),
+      up_exps_bias(vector_of(l.up_exps_bias)),
+      down_exps_bias(vector_of(l.down_exps_bias)) {
   if (l.bqkv) {
     // Rows Q, then K, then V, as the fused weight's: adding the pieces is
     // adding the whole.

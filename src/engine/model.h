@@ -220,10 +220,9 @@ struct Layer {
   }
 };
 
-// A weight vector (a norm, a bias) in float; empty where `w` is absent.
+// A weight vector (a norm, a bias) in float, or a small matrix's rows
+// one after another (the experts' biases); empty where `w` is absent.
 std::vector<float> vector_of(const Weight& w);
-// Every row of `w` in float, one after another; empty where it is absent.
-std::vector<float> rows_of(const Weight& w);
 
 // A layer's norms and biases in float, as the forward passes add and
 // multiply them; a fused Q/K/V bias split into bq, bk and bv.

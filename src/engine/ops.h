@@ -173,6 +173,13 @@ inline void join_experts(const float* experts, const float* weights, size_t n_us
   }
 }
 
+// qwen2moe's shared-expert gate, sigmoid(x), as llama.cpp computes it:
+// silu(x) / x, the SiLU ggml's scalar one for a row of one element,
+// x / (1 + expf(-x)) with libm's expf.
+inline float shared_expert_gate(float x) {
+  return x / (1.0f + std::exp(-x)) / x;
+}
+
 // A block's or the output's norm: LayerNorm where the model has them
 // (Hparams::layer_norm), else RMSNorm.
 inline void block_norm(const Hparams& hp, const float* x, const float* weight, float* out,

@@ -103,6 +103,12 @@ inline void finish_head(size_t head_dim, const float* state, const float* acc, f
   for (size_t d = 0; d < head_dim; ++d) out[d] = acc[d] * inv;
 }
 
+// A whole head with its sink: add_sink, then finish_head into acc.
+inline void finish_head_with_sink(size_t head_dim, float sink, float* state, float* acc) {
+  add_sink(head_dim, sink, state, acc);
+  finish_head(head_dim, state, acc, acc);
+}
+
 // The first position that a query at `pos` sees through a sliding window
 // of `window` positions (0: no window): llama.cpp masks key position p
 // when pos - p >= window.
