@@ -68,12 +68,20 @@ inline float ggml_dot_f16(const float* x, const float* y, size_t n) {
   return static_cast<float>(sumf);
 }
 
+// x * y rounded to float, never fused into a following add (GCC contracts
+// a * b + c into an fma wherever the target has one, -std=c++20 or not).
+inline float unfused_product(float x, float y) {
+  const volatile float p = x * y;
+  return p;
+}
+
 // ggml_vec_dot_f32: the same vector part, then the rest in float, each
-// product and sum one fma (ggml is compiled with -ffp-contract=fast).
+// product rounded before its sum (measured on libggml-cpu of build 9749:
+// its leftover loop is not contracted).
 inline float ggml_dot_f32(const float* x, const float* y, size_t n) {
   const size_t np = n & ~size_t{63};
   float sumf = vec_dot_by_64(x, y, np);
-  for (size_t e = np; e < n; ++e) sumf = std::fma(x[e], y[e], sumf);
+  for (size_t e = np; e < n; ++e) sumf += unfused_product(x[e], y[e]);
   return sumf;
 }
 
