@@ -16,8 +16,10 @@
 // layers, the latter with exaone4's sliding windows), tiny-cohere2
 // (LayerNorms, one norm for parallel attention and FFN, tied output, 4
 // layers), tiny-qwen3moe, tiny-qwen2moe (with a shared expert), tiny-mixtral
-// (llama with experts) and tiny-gpt-oss (8 experts, 2 per token; gpt-oss
-// with its biases, sinks, sliding window and YaRN), qwen2.5-0.5b,
+// (llama with experts), tiny-gpt-oss (8 experts, 2 per token; gpt-oss
+// with its biases, sinks, sliding window and YaRN) and tiny-deepseek2
+// (latent attention, shared experts, a leading dense layer; --lite for
+// DeepSeek-V2-Lite's form), qwen2.5-0.5b,
 // llama-3.2-1b, qwen2.5-7b, llama-3.1-8b, qwen3-8b, qwen2.5-14b,
 // qwen3-30b-a3b and gpt-oss-20b (their published hyper-parameters;
 // llama-3.1-8b without its rope_freqs factors, which change no speed). Weights are uniform with the
@@ -84,6 +86,11 @@ struct Shape {
   // Mixtures of experts: experts per layer, those a token uses, and each
   // one's FFN width (n_ff is then unused).
   uint32_t n_expert = 0, n_expert_used = 0, n_ff_exp = 0;
+  // deepseek2's latent attention: the queries' low rank, the latent's
+  // rank, each head's unrotated width and its value width; its shared
+  // experts (as wide as a routed one) and leading dense layers (n_ff wide).
+  uint32_t q_lora_rank = 0, kv_lora_rank = 0, mla_nope = 0, mla_value = 0;
+  uint32_t n_shared = 0, n_dense_lead = 0;
 };
 
 constexpr Shape kShapes[] = {
@@ -132,6 +139,35 @@ constexpr Shape kShapes[] = {
      GgmlType::Q4_0, true, 0, 128, 128, 8, 768},
     {"gpt-oss-20b", "gpt-oss", 2880, 24, 64, 8, 0, 201088, 131072, 150000.0f, 1e-5f, false,
      GgmlType::Q8_0, false, 0, 64, 32, 4, 2880},
+    // deepseek2 (GLM-4.7-Flash's and DeepSeek-V2's latent attention): 8
+    // heads, queries through rank 32, a latent of 48 plus 16 rotated
+    // values; 2 shared experts; layer 0 dense. --lite: DeepSeek-V2-Lite's
+    // form (one attn_q, softmax routing, no selection bias or scale).
+    {"tiny-deepseek2",
+     "deepseek2",
+     64,
+     3,
+     8,
+     1,
+     96,
+     512,
+     8192,
+     10000.0f,
+     1e-6f,
+     false,
+     GgmlType::F32,
+     false,
+     16,
+     0,
+     8,
+     2,
+     32,
+     32,
+     48,
+     16,
+     24,
+     2,
+     1},
 };
 
 // What --type or --mix asked for: one type for every matrix, or the mix of
@@ -277,6 +313,7 @@ struct Options {
   std::optional<RopeScaling> rope_scaling;
   bool fused_qkv = false;  // one attn_qkv per layer instead of attn_q/k/v
   bool biases = false;     // every bias the family's llama.cpp loader reads
+  bool lite = false;       // deepseek2: DeepSeek-V2-Lite's form
   uint32_t nextn = 0;      // NextN blocks after the layers (glm4)
   // mistral3's keys: YaRN's log multiplier and beta values, the attention
   // temperature; written where set.
@@ -300,13 +337,31 @@ int write_model(const Shape& s, const Options& options, const std::string& path)
   // With experts, n_ff is a shared expert's width (qwen2moe), and
   // feed_forward_length each expert's where the family reads no other key
   // (llama).
+  const bool deepseek = s.arch == "deepseek2";
   w.set(k::arch_key(arch, k::kFeedForwardLength),
-        s.n_expert != 0 && s.arch != "qwen2moe" ? s.n_ff_exp : s.n_ff);
+        s.n_expert != 0 && s.arch != "qwen2moe" && !deepseek ? s.n_ff_exp : s.n_ff);
   if (s.n_expert != 0) {
     w.set(k::arch_key(arch, "expert_count"), s.n_expert);
     w.set(k::arch_key(arch, "expert_used_count"), s.n_expert_used);
     if (s.arch != "llama") w.set(k::arch_key(arch, "expert_feed_forward_length"), s.n_ff_exp);
     if (s.arch == "qwen2moe") w.set(k::arch_key(arch, "expert_shared_feed_forward_length"), s.n_ff);
+  }
+  if (deepseek) {
+    // Lite: softmax, unnormalized, unscaled; otherwise GLM-4.7-Flash's
+    // sigmoid, normalized and scaled weights.
+    w.set(k::arch_key(arch, "expert_shared_count"), s.n_shared);
+    w.set(k::arch_key(arch, "leading_dense_block_count"), s.n_dense_lead);
+    w.set(k::arch_key(arch, "expert_gating_func"), uint32_t{options.lite ? 1u : 2u});
+    w.set(k::arch_key(arch, "expert_weights_norm"), !options.lite);
+    w.set(k::arch_key(arch, "expert_weights_scale"), options.lite ? 1.0f : 2.5f);
+    // (0 in the lite form: llama.cpp needs the key outside its known lite
+    // layer counts.)
+    w.set(k::arch_key(arch, "attention.q_lora_rank"), options.lite ? 0u : s.q_lora_rank);
+    w.set(k::arch_key(arch, "attention.kv_lora_rank"), s.kv_lora_rank);
+    w.set(k::arch_key(arch, k::kKeyLength), s.kv_lora_rank + s.n_rot);
+    w.set(k::arch_key(arch, "attention.value_length"), s.kv_lora_rank);
+    w.set(k::arch_key(arch, "attention.key_length_mla"), s.mla_nope + s.n_rot);
+    w.set(k::arch_key(arch, "attention.value_length_mla"), s.mla_value);
   }
   w.set(k::arch_key(arch, k::kHeadCount), s.n_head);
   w.set(k::arch_key(arch, k::kHeadCountKv), s.n_head_kv);
@@ -318,7 +373,7 @@ int write_model(const Shape& s, const Options& options, const std::string& path)
     w.set(k::arch_key(arch, "attention.layer_norm_rms_epsilon"), s.rms_eps);
   }
   const uint32_t head_dim = s.head_dim != 0 ? s.head_dim : s.n_embd / s.n_head;
-  if (s.head_dim != 0) {
+  if (s.head_dim != 0 && !deepseek) {
     w.set(k::arch_key(arch, k::kKeyLength), head_dim);
     w.set(k::arch_key(arch, "attention.value_length"), head_dim);
   }
@@ -428,6 +483,42 @@ int write_model(const Shape& s, const Options& options, const std::string& path)
         });
   };
 
+  // A deepseek2 layer: latent attention, then a dense FFN or the experts
+  // with their shared ones (and, unless lite, the selection bias).
+  const auto write_deepseek2_layer = [&](const std::string& b, uint32_t l) {
+    const uint64_t n_embd = s.n_embd, n_head = s.n_head, rank = s.kv_lora_rank;
+    const uint64_t head = uint64_t{s.mla_nope} + s.n_rot;
+    ones(b + "attn_norm.weight", n_embd);
+    if (options.lite) {
+      matrix(b + "attn_q.weight", l, n_embd, n_head * head);
+    } else {
+      matrix(b + "attn_q_a.weight", l, n_embd, s.q_lora_rank);
+      ones(b + "attn_q_a_norm.weight", s.q_lora_rank);
+      matrix(b + "attn_q_b.weight", l, s.q_lora_rank, n_head * head);
+    }
+    matrix(b + "attn_kv_a_mqa.weight", l, n_embd, rank + s.n_rot);
+    ones(b + "attn_kv_a_norm.weight", rank);
+    matrix(b + "attn_k_b.weight", l, s.mla_nope, rank, n_head);
+    matrix(b + "attn_v_b.weight", l, rank, s.mla_value, n_head);
+    matrix(b + "attn_output.weight", l, n_head * s.mla_value, n_embd);
+    ones(b + "ffn_norm.weight", n_embd);
+    if (l < s.n_dense_lead) {
+      matrix(b + "ffn_gate.weight", l, n_embd, s.n_ff);
+      matrix(b + "ffn_up.weight", l, n_embd, s.n_ff);
+      matrix(b + "ffn_down.weight", l, s.n_ff, n_embd);
+      return;
+    }
+    const uint64_t shared = uint64_t{s.n_ff_exp} * s.n_shared;
+    matrix(b + "ffn_gate_inp.weight", l, n_embd, s.n_expert);
+    if (!options.lite) small(b + "exp_probs_b.bias", s.n_expert);
+    matrix(b + "ffn_gate_exps.weight", l, n_embd, s.n_ff_exp, s.n_expert);
+    matrix(b + "ffn_up_exps.weight", l, n_embd, s.n_ff_exp, s.n_expert);
+    matrix(b + "ffn_down_exps.weight", l, s.n_ff_exp, n_embd, s.n_expert);
+    matrix(b + "ffn_gate_shexp.weight", l, n_embd, shared);
+    matrix(b + "ffn_up_shexp.weight", l, n_embd, shared);
+    matrix(b + "ffn_down_shexp.weight", l, shared, n_embd);
+  };
+
   const uint64_t kv = uint64_t{head_dim} * s.n_head_kv, q_dim = uint64_t{head_dim} * s.n_head;
   const bool fused_up = s.arch == "phi3" || s.arch == "glm4";
   const bool post_norms = s.arch == "glm4" || s.arch == "exaone4";
@@ -447,6 +538,10 @@ int write_model(const Shape& s, const Options& options, const std::string& path)
   }
   for (uint32_t l = 0; l < s.n_layer + options.nextn; ++l) {
     const std::string b = "blk." + std::to_string(l) + ".";
+    if (deepseek) {
+      write_deepseek2_layer(b, l);
+      continue;
+    }
     if (pre_norms) ones(b + "attn_norm.weight", s.n_embd);
     if (fused_qkv) {
       matrix(b + "attn_qkv.weight", l, s.n_embd, q_dim + 2 * kv);
@@ -517,13 +612,14 @@ int write_model(const Shape& s, const Options& options, const std::string& path)
 int usage() {
   std::fputs(
       "usage: quip-synth SHAPE OUT.gguf [--type TYPE | --mix FTYPE] [--seed N] [--fused-qkv]\n"
-      "                  [--biases] [--nextn N] [--yarn-log-mul X] [--yarn-beta FAST:SLOW]\n"
+      "                  [--biases] [--lite] [--nextn N] [--yarn-log-mul X] [--yarn-beta "
+      "FAST:SLOW]\n"
       "                  [--attn-temperature SCALE] [--sliding-window N]\n"
       "                  [--rope-scaling linear:FACTOR | yarn:FACTOR[:ORIGINAL_CONTEXT] |\n"
       "                                  longrope:ORIGINAL_CONTEXT]\n"
       "SHAPE: tiny, tiny-qwen2, tiny-qwen3, tiny-phi3, tiny-glm4, tiny-mistral3, tiny-qwen3vl,\n"
       "       tiny-exaone4, tiny-exaone4-64, tiny-cohere2, tiny-qwen3moe, tiny-qwen2moe,\n"
-      "       tiny-mixtral, tiny-gpt-oss,\n"
+      "       tiny-mixtral, tiny-gpt-oss, tiny-deepseek2,\n"
       "       qwen2.5-0.5b, llama-3.2-1b, qwen2.5-7b, llama-3.1-8b, qwen3-8b, qwen2.5-14b,\n"
       "       qwen3-30b-a3b, gpt-oss-20b\n"
       "TYPE: f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 iq4_nl mxfp4 q2_k q3_k q4_k q5_k q6_k iq4_xs "
@@ -552,8 +648,10 @@ int main(int argc, char** argv) {
   std::optional<RopeScaling>& rope_scaling = options.rope_scaling;
   for (int i = 3; i < argc; i += 2) {
     const std::string_view flag = argv[i];
-    if (flag == "--fused-qkv" || flag == "--biases") {
-      (flag == "--biases" ? options.biases : options.fused_qkv) = true;
+    if (flag == "--fused-qkv" || flag == "--biases" || flag == "--lite") {
+      (flag == "--biases" ? options.biases
+       : flag == "--lite" ? options.lite
+                          : options.fused_qkv) = true;
       --i;  // a flag without a value: one step, not two
       continue;
     }

@@ -151,6 +151,7 @@ struct Summary {
   // why it cannot.
   std::optional<engine::Hparams> computed;
   const engine::ArchSpec* spec = nullptr;  // where it runs
+  std::optional<engine::MoeSpec> moe;      // where it has experts
   bool long_rope = false;                  // LongRoPE's factor tensors
   std::string not_runnable;
 };
@@ -200,6 +201,7 @@ Summary summarize(const GgufFile& f) {
   if (auto m = engine::Model::bind(f)) {
     s.computed = m->hparams();
     s.spec = &m->arch();
+    if (m->moe() != nullptr) s.moe = *m->moe();
     s.long_rope = m->long_rope();
   } else {
     s.not_runnable = m.error().message;
@@ -227,9 +229,15 @@ std::string_view rope_scaling_kind(const Summary& s) {
 
 // How a mixture of experts weighs the experts it chooses.
 std::string expert_weights(const engine::MoeSpec& moe) {
-  std::string how = moe.gating == engine::Gating::Softmax ? "softmax over all experts"
-                                                          : "softmax over the chosen";
+  std::string how = moe.gating == engine::Gating::Softmax   ? "softmax over all experts"
+                    : moe.gating == engine::Gating::Sigmoid ? "sigmoid of each"
+                                                            : "softmax over the chosen";
   if (moe.normalize) how += ", normalized";
+  if (moe.weights_scale != 0 && moe.weights_scale != 1) {
+    char scale[32];
+    std::snprintf(scale, sizeof scale, "%.6g", static_cast<double>(moe.weights_scale));
+    how += ", x " + std::string(scale);
+  }
   return how;
 }
 
@@ -267,7 +275,8 @@ Json computed_json(const Summary& s) {
                               : Json{{"count", hp.n_expert},
                                      {"used", hp.n_expert_used},
                                      {"feed_forward_length", hp.n_ff_exp},
-                                     {"weights", expert_weights(*s.spec->moe)},
+                                     {"weights", expert_weights(*s.moe)},
+                                     {"leading_dense_layers", hp.n_dense_lead},
                                      {"shared_feed_forward_length",
                                       hp.n_ff_shexp == 0 ? Json(nullptr) : Json(hp.n_ff_shexp)}}}};
 }
@@ -405,12 +414,27 @@ void print_text(const GgufFile& f, const Summary& s, bool list_tensors, std::ost
                              std::to_string(hp.n_ctx_orig) + ") + 1)");
     }
     if (hp.n_expert != 0) {
-      row("experts", std::to_string(hp.n_expert) + ", " + std::to_string(hp.n_expert_used) +
-                         " per token, FFN " + std::to_string(hp.n_ff_exp) +
-                         " wide (weights: " + expert_weights(*s.spec->moe) + ")" +
-                         (hp.n_ff_shexp != 0 ? ", and a shared expert " +
-                                                   std::to_string(hp.n_ff_shexp) + " wide, gated"
-                                             : ""));
+      row("experts",
+          std::to_string(hp.n_expert) + ", " + std::to_string(hp.n_expert_used) +
+              " per token, FFN " + std::to_string(hp.n_ff_exp) +
+              " wide (weights: " + expert_weights(*s.moe) + ")" +
+              (hp.n_ff_shexp != 0
+                   ? ", and a shared expert " + std::to_string(hp.n_ff_shexp) + " wide" +
+                         (s.moe->shared_expert == engine::SharedExpert::Gated ? ", gated" : "")
+                   : "") +
+              (hp.n_dense_lead != 0
+                   ? "; the first " + std::to_string(hp.n_dense_lead) + " layers dense"
+                   : ""));
+    }
+    if (hp.latent) {
+      const engine::Hparams::Latent& mla = *hp.latent;
+      row("attention",
+          "latent: rank " + std::to_string(mla.kv_lora_rank) + " plus " + std::to_string(hp.n_rot) +
+              " rotated per position" +
+              (mla.q_lora_rank != 0 ? "; queries through rank " + std::to_string(mla.q_lora_rank)
+                                    : "") +
+              "; heads " + std::to_string(mla.mla_key) + " wide for scores, " +
+              std::to_string(mla.mla_value) + " for values");
     }
     if (s.spec->sinks) row("attention sinks", "a logit per head");
     if (hp.n_block != hp.n_layer) {

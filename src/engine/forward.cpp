@@ -38,7 +38,8 @@ Forward::Forward(const Model& model, const ForwardOptions& options)
     : m_(model),
       hp_(model.hparams()),
       isa_(options.isa),
-      attend_(kernels::attend_function(options.isa, model.hparams().head_dim)),
+      attend_(kernels::attend_function(
+          options.isa, kernels::HeadDims(model.hparams().head_dim, model.hparams().value_dim))),
       attend_tiles_(kernels::attend_tiles_function(options.isa)),
       swiglu_(kernels::swiglu_function(options.isa)),
       max_batch_(std::max<size_t>(1, options.max_batch)),
@@ -48,7 +49,8 @@ Forward::Forward(const Model& model, const ForwardOptions& options)
       output_bias_(vector_of(model.output_bias())),
       freq_factors_(vector_of(model.rope_factors(options.n_ctx))),
       pairs_at_origin_(model.hparams().pairs_at_origin()),
-      cache_(model.hparams().n_layer, model.hparams().n_head_kv * model.hparams().head_dim),
+      cache_(model.hparams().n_layer, model.hparams().n_head_kv * model.hparams().head_dim,
+             /*values_in_keys=*/model.hparams().latent.has_value()),
       sliding_table_(hp_.window != 0 && !(hp_.rope_sliding == hp_.rope) ? 1 : 0) {
   for (const Layer& l : model.layers()) layers_.emplace_back(l);
 }
@@ -70,8 +72,12 @@ std::span<const float> Forward::eval(std::span<const int32_t> tokens, bool all_l
 void Forward::eval_batch(std::span<const int32_t> tokens, bool all_logits, float* logits) {
   const size_t n = tokens.size(), pos0 = cache_.size();
   const size_t q_dim = size_t{hp_.n_head} * hp_.head_dim, kv_dim = cache_.row_width();
+  // Attention's output per head: its values, or with latent attention
+  // first the latent, then the value heads made from it.
+  const size_t a_dim =
+      size_t{hp_.n_head} * std::max(hp_.value_dim, hp_.latent ? hp_.latent->mla_value : 0);
   x_.resize(n * hp_.n_embd), h_.resize(n * hp_.n_embd);
-  q_.resize(n * q_dim), attn_.resize(n * q_dim);
+  q_.resize(n * q_dim), attn_.resize(n * a_dim);
   k_.resize(n * kv_dim), v_.resize(n * kv_dim);
   gate_.resize(n * hp_.n_ff), up_.resize(n * hp_.n_ff);
 
@@ -83,16 +89,19 @@ void Forward::eval_batch(std::span<const int32_t> tokens, bool all_logits, float
     for (size_t i = 0; i < n * hp_.n_embd; ++i) x_[i] *= hp_.embedding_scale;
   }
   rope_tables(n, pos0);
+  // The rows whose logits are asked for: llama.cpp keeps only those after
+  // the last layer's attention (its inp_out_ids), so that layer's FFN and
+  // the output see them alone (none at all without logits), and a lone
+  // row is multiplied in a lone token's order.
+  kept_from_ = logits == nullptr ? n : all_logits ? 0 : n - 1;
   for (uint32_t il = 0; il < hp_.n_layer; ++il) layer(il, n, pos0);
   cache_.grow_to(pos0 + n);
 
   if (logits == nullptr) return;
-  // llama.cpp keeps only the rows whose logits are asked for before the
-  // final norm; the others are never computed.
-  const size_t first = all_logits ? 0 : n - 1, n_rows = n - first;
-  for (size_t t = first; t < n; ++t) {
+  const size_t n_rows = n - kept_from_;  // x_'s first rows now
+  for (size_t t = 0; t < n_rows; ++t) {
     ops::block_norm(hp_, x_.data() + t * hp_.n_embd, output_norm_.data(),
-                    h_.data() + (t - first) * hp_.n_embd, hp_.n_embd);
+                    h_.data() + t * hp_.n_embd, hp_.n_embd);
   }
   multiply({{&m_.output(), logits}}, h_.data(), hp_.n_embd, n_rows);
   add_bias(output_bias_, logits, n_rows);
@@ -124,11 +133,98 @@ void Forward::rope_tables(size_t n, size_t pos0) {
 void Forward::layer(uint32_t il, size_t n, size_t pos0) {
   const Layer& l = m_.layers()[il];
   const LayerVectors& lv = layers_[il];
-  const uint32_t hd = hp_.head_dim, half = hp_.n_rot / 2;
-  const size_t q_dim = size_t{hp_.n_head} * hd, kv_dim = cache_.row_width(), n_embd = hp_.n_embd;
+  const size_t n_embd = hp_.n_embd;
 
   // attention_norm (none in olmo2)
   pre_norm(lv.attn_norm, n);
+  // A batch of 64 tokens or more attends as ggml's tiled kernel does, with
+  // the queries in float (kernels::attends_in_tiles).
+  const bool tiles = llama_cpp_orders_ && kernels::attends_in_tiles(n, hp_.value_dim);
+  if (hp_.latent) {
+    latent_queries_and_keys(il, n, pos0, tiles);
+  } else {
+    queries_and_keys(il, n, pos0, tiles);
+  }
+  attend(il, n, pos0, tiles);
+  size_t attn_dim = size_t{hp_.n_head} * hp_.value_dim;
+  if (hp_.latent) {
+    // Each head's output, a mix of latents, to its value (attn_v_b).
+    const size_t width = hp_.latent->mla_value;
+    per_head(l.wv_b, attn_.data(), attn_dim, hp_.value_dim, attn_.data(), hp_.n_head * width, width,
+             n);
+    attn_dim = hp_.n_head * width;
+  }
+
+  // output projection, residual
+  multiply({{&l.wo, h_.data()}}, attn_.data(), attn_dim, n);
+  add_bias(lv.bo, h_.data(), n);
+  if (il + 1 == hp_.n_layer && kept_from_ != 0) {
+    // The last layer goes on with the rows whose logits are asked for.
+    const size_t from = kept_from_ * n_embd, rows = (n - kept_from_) * n_embd;
+    std::copy(h_.begin() + static_cast<long>(from), h_.begin() + static_cast<long>(from + rows),
+              h_.begin());
+    std::copy(x_.begin() + static_cast<long>(from), x_.begin() + static_cast<long>(from + rows),
+              x_.begin());
+    n -= kept_from_;
+    if (n == 0) return;
+  }
+  const bool parallel = m_.arch().parallel_block;
+  if (parallel) {
+    // cohere2: the FFN reads the attention's input, normed again from the
+    // unchanged x; the attention's output waits for the join.
+    branch_.assign(h_.begin(), h_.begin() + static_cast<long>(n * n_embd));
+    pre_norm(lv.attn_norm, n);
+  } else {
+    add_residual(lv.post_attn_norm, n);
+    // ffn_norm, then the FFN.
+    pre_norm(lv.ffn_norm, n);
+  }
+
+  if (l.router) {  // a mixture of experts (not in leading dense layers)
+    moe_ffn(l, lv, n);
+    add_residual(lv.post_ffn_norm, n);
+    return;
+  }
+
+  // Gated feed-forward (Shazeer 2020): down(act(gate) * up), act SiLU or
+  // GELU.
+  const size_t n_ff = hp_.n_ff;
+  if (l.w_gate) {
+    multiply({{&l.w_gate, gate_.data()}, {&l.w_up, up_.data()}}, h_.data(), n_embd, n);
+    add_bias(lv.b_gate, gate_.data(), n);
+    add_bias(lv.b_up, up_.data(), n);
+  } else {
+    // Fused: each token's row is the gate's n_ff, then the up's.
+    fused_.resize(n * 2 * n_ff);
+    multiply({{&l.w_up, fused_.data()}}, h_.data(), n_embd, n);
+    for (size_t t = 0; t < n; ++t) {
+      const float* from = fused_.data() + t * 2 * n_ff;
+      std::copy(from, from + n_ff, gate_.data() + t * n_ff);
+      std::copy(from + n_ff, from + 2 * n_ff, up_.data() + t * n_ff);
+    }
+  }
+  const bool geglu = m_.arch().ffn == Activation::GeGLU;
+  pool_->parallel_for(n * n_ff, [&](size_t begin, size_t end) {
+    (geglu ? kernels::geglu : swiglu_)(gate_.data() + begin, up_.data() + begin,
+                                       gate_.data() + begin, end - begin);
+  });
+  multiply({{&l.w_down, h_.data()}}, gate_.data(), n_ff, n);
+  add_bias(lv.b_down, h_.data(), n);
+  if (parallel) {
+    for (size_t i = 0; i < n * n_embd; ++i) x_[i] = (h_[i] + x_[i]) + branch_[i];
+  } else {
+    add_residual(lv.post_ffn_norm, n);
+  }
+}
+
+// The queries of the n tokens of h_ into q_ (rounded to halves unless
+// `tiles`), their keys and values into the cache: Q, K and V projected,
+// biased, normed per head or whole, rotated, scaled.
+void Forward::queries_and_keys(uint32_t il, size_t n, size_t pos0, bool tiles) {
+  const Layer& l = m_.layers()[il];
+  const LayerVectors& lv = layers_[il];
+  const uint32_t hd = hp_.head_dim, half = hp_.n_rot / 2;
+  const size_t q_dim = size_t{hp_.n_head} * hd, kv_dim = cache_.row_width(), n_embd = hp_.n_embd;
   // qkv
   if (l.wqkv) {
     // Fused: each token's row is Q, then K, then V.
@@ -156,9 +252,6 @@ void Forward::layer(uint32_t il, size_t n, size_t pos0) {
     if (!rotates) return;
     ops::rope(head, cos.data() + t * half, sin.data() + t * half, hp_.n_rot, m_.arch().rope);
   };
-  // A batch of 64 tokens or more attends as ggml's tiled kernel does, with
-  // the queries in float (kernels::attends_in_tiles).
-  const bool tiles = llama_cpp_orders_ && kernels::attends_in_tiles(n, hd);
   uint16_t* k_cache = cache_.k(il);
   uint16_t* v_cache = cache_.v(il);
   pool_->parallel_for(n, [&](size_t begin, size_t end) {
@@ -202,7 +295,108 @@ void Forward::layer(uint32_t il, size_t n, size_t pos0) {
       }
     }
   });
+}
 
+// Latent attention's queries and keys (DeepSeek-V2), as llama.cpp's
+// deepseek2 graph computes them in absorbed form: the queries through
+// their low rank (normed) or attn_q; the latent and the keys' rotated part
+// through attn_kv_a_mqa. The cache row is the latent, normed, then the
+// rotated part; each query head is its unrotated part times its attn_k_b
+// (so that it meets the latents directly), then its rotated part. The
+// queries go to q_, rounded to halves unless `tiles`.
+void Forward::latent_queries_and_keys(uint32_t il, size_t n, size_t pos0, bool tiles) {
+  const Layer& l = m_.layers()[il];
+  const LayerVectors& lv = layers_[il];
+  const Hparams::Latent& mla = *hp_.latent;
+  const size_t n_embd = hp_.n_embd, n_head = hp_.n_head, n_rot = hp_.n_rot, half = n_rot / 2;
+  const size_t rank = mla.kv_lora_rank, projected = mla.mla_key;  // a projected query head
+  const size_t hd = hp_.head_dim, q_dim = n_head * hd, kv_dim = cache_.row_width();
+  latent_q_.resize(n * n_head * projected);
+  if (l.wq_a) {
+    const size_t q_rank = mla.q_lora_rank;
+    low_rank_.resize(n * q_rank);
+    multiply({{&l.wq_a, low_rank_.data()}, {&l.wkv_a, k_.data()}}, h_.data(), n_embd, n);
+    for (size_t t = 0; t < n; ++t) {
+      float* row = low_rank_.data() + t * q_rank;
+      ops::rms_norm(row, lv.q_a_norm.data(), row, q_rank, hp_.rms_eps);
+    }
+    multiply({{&l.wq_b, latent_q_.data()}}, low_rank_.data(), q_rank, n);
+  } else {
+    multiply({{&l.wq, latent_q_.data()}, {&l.wkv_a, k_.data()}}, h_.data(), n_embd, n);
+  }
+  per_head(l.wk_b, latent_q_.data(), n_head * projected, projected, q_.data(), q_dim, hd, n);
+
+  uint16_t* k_cache = cache_.k(il);
+  pool_->parallel_for(n, [&](size_t begin, size_t end) {
+    for (size_t t = begin; t < end; ++t) {
+      const float* cos = cos_[0].data() + t * half;
+      const float* sin = sin_[0].data() + t * half;
+      float* kv = k_.data() + t * kv_dim;
+      ops::rms_norm(kv, lv.kv_a_norm.data(), kv, rank, hp_.rms_eps);
+      ops::rope(kv + rank, cos, sin, hp_.n_rot, m_.arch().rope);
+      float* q = q_.data() + t * q_dim;
+      for (size_t h = 0; h < n_head; ++h) {
+        float* rotated = latent_q_.data() + (t * n_head + h) * projected + projected - n_rot;
+        ops::rope(rotated, cos, sin, hp_.n_rot, m_.arch().rope);
+        std::copy(rotated, rotated + n_rot, q + h * hd + rank);
+      }
+      if (hp_.attn_temp_scale != 0) {
+        const float temperature = hp_.query_temperature(pos0 + t);
+        for (size_t i = 0; i < q_dim; ++i) q[i] *= temperature;
+      }
+      if (!tiles) {
+        for (size_t i = 0; i < q_dim; ++i) q[i] = kernels::round_f16(q[i]);
+      }
+      uint16_t* kc = k_cache + (pos0 + t) * kv_dim;
+      for (size_t i = 0; i < kv_dim; ++i) kc[i] = kernels::f32_to_f16(kv[i]);
+    }
+  });
+}
+
+// For each head h of the n tokens: its in_width values at in + t * in_row +
+// h * in_width times w[h], into out + t * out_row + h * out_width (w[h]'s
+// n_out values). Each head's product is one weight's over its n rows; out
+// may be `in` (the inputs are gathered first). ggml reads these inputs
+// through a permuted view, which it multiplies with F32 weights column by
+// column (its batched path wants a contiguous input or a converted one).
+void Forward::per_head(const std::vector<Weight>& w, const float* in, size_t in_row,
+                       size_t in_width, float* out, size_t out_row, size_t out_width, size_t n) {
+  const size_t n_head = w.size(), n_in = w[0].n_in, n_out = w[0].n_out;
+  head_in_.resize(n_head * n * n_in), head_out_.resize(n_head * n * n_out);
+  for (size_t h = 0; h < n_head; ++h) {
+    for (size_t t = 0; t < n; ++t) {
+      const float* from = in + t * in_row + h * in_width;
+      std::copy(from, from + n_in, head_in_.data() + (h * n + t) * n_in);
+    }
+  }
+  Product products[kMaxProducts];
+  for (size_t h0 = 0; h0 < n_head; h0 += kMaxProducts) {
+    const size_t count = std::min(kMaxProducts, n_head - h0);
+    for (size_t i = 0; i < count; ++i) {
+      const size_t h = h0 + i;
+      products[i] = {&w[h], head_out_.data() + h * n * n_out, head_in_.data() + h * n * n_in};
+    }
+    const bool alone = kernels::operand_type(w[0].tensor->type.type) == GgmlType::F32;
+    multiply(std::span<const Product>(products, count), n_in, n, alone);
+  }
+  for (size_t h = 0; h < n_head; ++h) {
+    for (size_t t = 0; t < n; ++t) {
+      const float* from = head_out_.data() + (h * n + t) * n_out;
+      std::copy(from, from + n_out, out + t * out_row + h * out_width);
+    }
+  }
+}
+
+// attn_ = the attention of the queries in q_ over the cache of layer il.
+void Forward::attend(uint32_t il, size_t n, size_t pos0, bool tiles) {
+  const LayerVectors& lv = layers_[il];
+  const uint32_t hd = hp_.head_dim, vd = hp_.value_dim;
+  const kernels::HeadDims dims(hd, vd);
+  const size_t q_dim = size_t{hp_.n_head} * hd, a_dim = size_t{hp_.n_head} * vd;
+  const size_t kv_dim = cache_.row_width();
+  const size_t window = hp_.window_of(il);
+  const uint16_t* k_cache = cache_.k(il);
+  const uint16_t* v_cache = cache_.v(il);
   // attention: causal, query t sees positions first_seen(pos0 + t,
   // window)..pos0 + t; grouped-query heads (Ainslie et al. 2023) share KV
   // head h / group.
@@ -217,13 +411,13 @@ void Forward::layer(uint32_t il, size_t n, size_t pos0) {
       for (size_t item = begin; item < end; ++item) {
         const size_t h = item / row_tiles, t0 = item % row_tiles * kRows;
         const size_t kv_head = h / group, rows = std::min(kRows, n - t0);
-        float* out = attn_.data() + t0 * q_dim + h * hd;
+        float* out = attn_.data() + t0 * a_dim + h * vd;
         float states[2 * kRows];  // with a sink: each query's maximum and sum
-        attend_tiles_(hd, rows, pos0 + t0, q_.data() + t0 * q_dim + h * hd, q_dim,
-                      k_cache + kv_head * hd, v_cache + kv_head * hd, kv_dim, scores, window, out,
-                      q_dim, lv.sinks.empty() ? nullptr : states);
+        attend_tiles_(dims, rows, pos0 + t0, q_.data() + t0 * q_dim + h * hd, q_dim,
+                      k_cache + kv_head * hd, v_cache + kv_head * vd, kv_dim, scores, window, out,
+                      a_dim, lv.sinks.empty() ? nullptr : states);
         for (size_t i = 0; i < rows && !lv.sinks.empty(); ++i) {
-          kernels::finish_head_with_sink(hd, lv.sinks[h], states + 2 * i, out + i * q_dim);
+          kernels::finish_head_with_sink(vd, lv.sinks[h], states + 2 * i, out + i * a_dim);
         }
       }
     });
@@ -242,93 +436,42 @@ void Forward::layer(uint32_t il, size_t n, size_t pos0) {
         const size_t heads = std::min<size_t>(kHeadsPerItem, group - first);
         const float* q = q_.data() + t * q_dim + h * hd;
         const uint16_t* k = k_cache + kv_head * hd;
-        const uint16_t* v = v_cache + kv_head * hd;
-        float* out = attn_.data() + t * q_dim + h * hd;
+        const uint16_t* v = v_cache + kv_head * vd;
+        float* out = attn_.data() + t * a_dim + h * vd;
         const size_t start = kernels::first_seen(pos0 + t, window);
         const float* sinks = lv.sinks.empty() ? nullptr : lv.sinks.data() + h;
         if (split == 0) {
           float states[2 * kHeadsPerItem];  // with sinks: each head's maximum and sum
-          attend_(hd, heads, pos0 + t + 1 - start, q, k + start * kv_dim, v + start * kv_dim,
+          attend_(dims, heads, pos0 + t + 1 - start, q, k + start * kv_dim, v + start * kv_dim,
                   kv_dim, scores, out, sinks != nullptr ? states : nullptr);
           for (size_t g = 0; g < heads && sinks != nullptr; ++g) {
-            kernels::finish_head_with_sink(hd, sinks[g], states + 2 * g, out + g * hd);
+            kernels::finish_head_with_sink(vd, sinks[g], states + 2 * g, out + g * vd);
           }
           continue;
         }
         // Chunk c of head g: its state at partials[(c * heads + g) * 2], its
-        // accumulator at accs[(c * heads + g) * hd]; a chunk wholly before
+        // accumulator at accs[(c * heads + g) * vd]; a chunk wholly before
         // the window stays empty, as ggml skips masked positions (but the
         // first takes the sinks even so).
         constexpr size_t kChunks = kernels::kSplitAttentionChunks;
         thread_local std::vector<float> accs, partials;
-        accs.assign(kChunks * heads * hd, 0.0f), partials.assign(kChunks * heads * 2, 0.0f);
+        accs.assign(kChunks * heads * vd, 0.0f), partials.assign(kChunks * heads * 2, 0.0f);
         for (size_t g = 0; g < heads; ++g) partials[2 * g] = -INFINITY;
         for (size_t c = 0; c < kChunks && c * split < pos0 + 1; ++c) {
           const size_t from = std::max(c * split, start), to = std::min((c + 1) * split, pos0 + 1);
           if (from >= to) continue;
-          attend_(hd, heads, to - from, q, k + from * kv_dim, v + from * kv_dim, kv_dim, scores,
-                  accs.data() + c * heads * hd, partials.data() + c * heads * 2);
+          attend_(dims, heads, to - from, q, k + from * kv_dim, v + from * kv_dim, kv_dim, scores,
+                  accs.data() + c * heads * vd, partials.data() + c * heads * 2);
         }
         for (size_t g = 0; g < heads && sinks != nullptr; ++g) {
-          kernels::add_sink(hd, sinks[g], partials.data() + 2 * g, accs.data() + g * hd);
+          kernels::add_sink(vd, sinks[g], partials.data() + 2 * g, accs.data() + g * vd);
         }
         for (size_t g = 0; g < heads; ++g) {
-          kernels::merge_attention_chunks(hd, kChunks, partials.data() + g * 2, heads * 2,
-                                          accs.data() + g * hd, heads * hd, out + g * hd);
+          kernels::merge_attention_chunks(vd, kChunks, partials.data() + g * 2, heads * 2,
+                                          accs.data() + g * vd, heads * vd, out + g * vd);
         }
       }
     });
-  }
-
-  // output projection, residual
-  multiply({{&l.wo, h_.data()}}, attn_.data(), q_dim, n);
-  add_bias(lv.bo, h_.data(), n);
-  const bool parallel = m_.arch().parallel_block;
-  if (parallel) {
-    // cohere2: the FFN reads the attention's input, normed again from the
-    // unchanged x; the attention's output waits for the join.
-    branch_.assign(h_.begin(), h_.begin() + static_cast<long>(n * n_embd));
-    pre_norm(lv.attn_norm, n);
-  } else {
-    add_residual(lv.post_attn_norm, n);
-    // ffn_norm, then the FFN.
-    pre_norm(lv.ffn_norm, n);
-  }
-
-  if (m_.moe() != nullptr) {
-    moe_ffn(l, lv, n);
-    add_residual(lv.post_ffn_norm, n);
-    return;
-  }
-
-  // Gated feed-forward (Shazeer 2020): down(act(gate) * up), act SiLU or
-  // GELU.
-  const size_t n_ff = hp_.n_ff;
-  if (l.w_gate) {
-    multiply({{&l.w_gate, gate_.data()}, {&l.w_up, up_.data()}}, h_.data(), n_embd, n);
-    add_bias(lv.b_gate, gate_.data(), n);
-    add_bias(lv.b_up, up_.data(), n);
-  } else {
-    // Fused: each token's row is the gate's n_ff, then the up's.
-    fused_.resize(n * 2 * n_ff);
-    multiply({{&l.w_up, fused_.data()}}, h_.data(), n_embd, n);
-    for (size_t t = 0; t < n; ++t) {
-      const float* from = fused_.data() + t * 2 * n_ff;
-      std::copy(from, from + n_ff, gate_.data() + t * n_ff);
-      std::copy(from + n_ff, from + 2 * n_ff, up_.data() + t * n_ff);
-    }
-  }
-  const bool geglu = m_.arch().ffn == Activation::GeGLU;
-  pool_->parallel_for(n * n_ff, [&](size_t begin, size_t end) {
-    (geglu ? kernels::geglu : swiglu_)(gate_.data() + begin, up_.data() + begin,
-                                       gate_.data() + begin, end - begin);
-  });
-  multiply({{&l.w_down, h_.data()}}, gate_.data(), n_ff, n);
-  add_bias(lv.b_down, h_.data(), n);
-  if (parallel) {
-    for (size_t i = 0; i < n * n_embd; ++i) x_[i] = (h_[i] + x_[i]) + branch_[i];
-  } else {
-    add_residual(lv.post_ffn_norm, n);
   }
 }
 
@@ -357,10 +500,12 @@ void Forward::moe_ffn(const Layer& l, const LayerVectors& lv, size_t n) {
   std::vector<int32_t> chosen(n * n_used);
   std::vector<float> weights(n * n_used), probs(n_expert);
   for (size_t t = 0; t < n; ++t) {
-    ops::choose_experts(spec, router_.data() + t * n_expert, n_expert, n_used, probs.data(),
-                        chosen.data() + t * n_used, weights.data() + t * n_used);
+    ops::choose_experts(spec, router_.data() + t * n_expert,
+                        lv.exp_probs_b.empty() ? nullptr : lv.exp_probs_b.data(), n_expert, n_used,
+                        probs.data(), chosen.data() + t * n_used, weights.data() + t * n_used);
   }
-  if (spec.shared_expert) shared_expert(l, n);  // before h_ is overwritten
+  const bool shared = spec.shared_expert != SharedExpert::None;
+  if (shared) shared_expert(l, n);  // before h_ is overwritten
   // Each (token, choice)'s expert output into expert_out_.
   expert_out_.resize(n * n_used * n_embd);
   if (n == 1 && n_used * 2 <= kMaxProducts) {
@@ -374,7 +519,7 @@ void Forward::moe_ffn(const Layer& l, const LayerVectors& lv, size_t n) {
     ops::join_experts(expert_out_.data() + t * n_used * n_embd, weights.data() + t * n_used, n_used,
                       n_embd, h_.data() + t * n_embd);
   }
-  if (spec.shared_expert) {
+  if (shared) {
     for (size_t i = 0; i < n * n_embd; ++i) h_[i] += shared_[i];
   }
 }
@@ -390,21 +535,23 @@ void Forward::activate_experts(size_t n) {
   });
 }
 
-// qwen2moe's shared expert for the n tokens of h_, into shared_: its SwiGLU
-// FFN, times ops::shared_expert_gate(shexp_gate . x).
+// The shared experts' output for the n tokens of h_, into shared_: their
+// SwiGLU FFN, and where they are gated (qwen2moe), times
+// ops::shared_expert_gate(shexp_gate . x).
 void Forward::shared_expert(const Layer& l, size_t n) {
   const size_t n_embd = hp_.n_embd, n_ff = hp_.n_ff_shexp;
+  const bool gated = static_cast<bool>(l.shexp_gate);
   gate_.resize(n * n_ff), up_.resize(n * n_ff), shared_.resize(n * n_embd);
   std::vector<float> gate_logit(n);
-  multiply({{&l.gate_shexp, gate_.data()},
-            {&l.up_shexp, up_.data()},
-            {&l.shexp_gate, gate_logit.data()}},
-           h_.data(), n_embd, n);
+  const Product products[] = {{&l.gate_shexp, gate_.data(), h_.data()},
+                              {&l.up_shexp, up_.data(), h_.data()},
+                              {&l.shexp_gate, gate_logit.data(), h_.data()}};
+  multiply(std::span<const Product>(products, gated ? 3 : 2), n_embd, n, /*alone=*/false);
   pool_->parallel_for(n * n_ff, [&](size_t begin, size_t end) {
     swiglu_(gate_.data() + begin, up_.data() + begin, gate_.data() + begin, end - begin);
   });
   multiply({{&l.down_shexp, shared_.data()}}, gate_.data(), n_ff, n);
-  for (size_t t = 0; t < n; ++t) {
+  for (size_t t = 0; t < n && gated; ++t) {
     const float gate = ops::shared_expert_gate(gate_logit[t]);
     float* row = shared_.data() + t * n_embd;
     for (size_t i = 0; i < n_embd; ++i) row[i] *= gate;

@@ -86,6 +86,11 @@ class Forward {
   static void add_bias(const std::vector<float>& bias, float* rows, size_t n);
   void add_residual(const std::vector<float>& post_norm, size_t n);
   void layer(uint32_t il, size_t n, size_t pos0);
+  void queries_and_keys(uint32_t il, size_t n, size_t pos0, bool tiles);
+  void latent_queries_and_keys(uint32_t il, size_t n, size_t pos0, bool tiles);
+  void attend(uint32_t il, size_t n, size_t pos0, bool tiles);
+  void per_head(const std::vector<Weight>& w, const float* in, size_t in_row, size_t in_width,
+                float* out, size_t out_row, size_t out_width, size_t n);
   void moe_ffn(const Layer& l, const LayerVectors& lv, size_t n);
   void moe_ffn_one_token(const Layer& l, const LayerVectors& lv, const int32_t* chosen);
   void moe_ffn_batch(const Layer& l, const LayerVectors& lv, size_t n, const int32_t* chosen);
@@ -127,11 +132,15 @@ class Forward {
   // (n_ff_exp each); every (token, choice)'s output (n_embd each).
   std::vector<float> router_, expert_in_, expert_gate_, expert_up_, expert_out_;
   std::vector<float> shared_;  // (batch, n_embd) a shared expert's gated output
+  // Latent attention: the projected queries (batch, n_head * mla_key), their
+  // low rank (batch, q_lora_rank); per_head's inputs and outputs, head by head.
+  std::vector<float> latent_q_, low_rank_, head_in_, head_out_;
   // (batch, n_rot / 2) per rotation: [0] the global layers', [sliding_table_]
   // the sliding layers' (1 where they rotate otherwise, else 0).
   std::vector<float> cos_[2], sin_[2];
   const size_t sliding_table_;
   std::vector<uint8_t> operand_;  // (batch, operand row bytes)
+  size_t kept_from_ = 0;          // the batch's first row the last layer's FFN computes
   std::vector<float> logits_;     // (n, n_vocab)
 };
 

@@ -348,6 +348,45 @@ ReferenceForward::ReferenceForward(const Model& model, size_t n_ctx)
   for (const Layer& l : model.layers()) layers_.emplace_back(l);
 }
 
+// Latent attention's query and key for one token (DeepSeek-V2, in
+// llama.cpp's absorbed form): the key is the latent (attn_kv_a_mqa's first
+// kv_lora_rank values, RMS-normed) and then the rotated rest; each query
+// head is its unrotated part times its attn_k_b, then its rotated part.
+void ReferenceForward::latent_query_and_key(const Layer& l, const LayerVectors& lv,
+                                            const std::vector<float>& h,
+                                            const std::vector<float>& cos,
+                                            const std::vector<float>& sin, std::vector<float>& q,
+                                            std::vector<float>& k) const {
+  const Hparams& hp = m_.hparams();
+  const Hparams::Latent& mla = *hp.latent;
+  const size_t rank = mla.kv_lora_rank, projected = mla.mla_key, n_rot = hp.n_rot;
+  std::vector<float> queries;  // n_head heads of `projected`
+  if (l.wq_a) {
+    std::vector<float> low = matvec(l.wq_a, h);
+    rms_norm(low, lv.q_a_norm, hp.rms_eps);
+    queries = matvec(l.wq_b, low);
+  } else {
+    queries = matvec(l.wq, h);
+  }
+  k = matvec(l.wkv_a, h);
+  rms_norm(std::span<float>(k.data(), rank), lv.kv_a_norm, hp.rms_eps);
+  ops::rope(k.data() + rank, cos.data(), sin.data(), hp.n_rot, m_.arch().rope);
+  q.assign(size_t{hp.n_head} * hp.head_dim, 0.0f);
+  for (uint32_t hh = 0; hh < hp.n_head; ++hh) {
+    float* head = queries.data() + hh * projected;
+    const std::vector<float> absorbed =
+        matvec(l.wk_b[hh], std::span<const float>(head, projected - n_rot));
+    float* out = q.data() + hh * hp.head_dim;
+    std::copy(absorbed.begin(), absorbed.end(), out);
+    ops::rope(head + projected - n_rot, cos.data(), sin.data(), hp.n_rot, m_.arch().rope);
+    std::copy(head + projected - n_rot, head + projected, out + rank);
+  }
+  if (hp.attn_temp_scale != 0) {
+    const float temperature = hp.query_temperature(pos_);
+    for (float& e : q) e *= temperature;
+  }
+}
+
 std::span<const float> ReferenceForward::step(int32_t token) {
   const Hparams& hp = m_.hparams();
   CHECK(token >= 0 && static_cast<uint32_t>(token) < hp.n_vocab);
@@ -382,46 +421,52 @@ std::span<const float> ReferenceForward::step(int32_t token) {
     if (!lv.attn_norm.empty())
       ops::block_norm(hp, h.data(), lv.attn_norm.data(), h.data(), h.size());
     std::vector<float> q, k, v;  // (n_head * head_dim), (n_head_kv * head_dim) twice
-    if (l.wqkv) {
-      const std::vector<float> qkv = matvec(l.wqkv, h);  // Q, then K, then V
-      const size_t q_dim = size_t{hp.n_head} * hd;
-      q.assign(qkv.begin(), qkv.begin() + static_cast<long>(q_dim));
-      k.assign(qkv.begin() + static_cast<long>(q_dim),
-               qkv.begin() + static_cast<long>(q_dim + kv_dim));
-      v.assign(qkv.begin() + static_cast<long>(q_dim + kv_dim), qkv.end());
+    if (hp.latent) {
+      latent_query_and_key(l, lv, h, cos, sin, q, k);
     } else {
-      q = matvec(l.wq, h);
-      k = matvec(l.wk, h);
-      v = matvec(l.wv, h);
-    }
-    if (!lv.bq.empty()) add(q, lv.bq);
-    if (!lv.bk.empty()) add(k, lv.bk);
-    if (!lv.bv.empty()) add(v, lv.bv);
-    const bool whole = m_.arch().qk_norm_whole;  // olmo2: Q and K normed whole
-    if (whole) {
-      rms_norm(q, lv.q_norm, hp.rms_eps);
-      rms_norm(k, lv.k_norm, hp.rms_eps);
-    }
-    for (uint32_t hh = 0; hh < hp.n_head; ++hh) {
-      std::span<float> head(q.data() + hh * hd, hd);
-      if (!lv.q_norm.empty() && !whole) rms_norm(head, lv.q_norm, hp.rms_eps);
-      if (rotates) ops::rope(head.data(), cos.data(), sin.data(), hp.n_rot, m_.arch().rope);
-    }
-    for (uint32_t hh = 0; hh < hp.n_head_kv; ++hh) {
-      std::span<float> head(k.data() + hh * hd, hd);
-      if (!lv.k_norm.empty() && !whole) rms_norm(head, lv.k_norm, hp.rms_eps);
-      if (rotates) ops::rope(head.data(), cos.data(), sin.data(), hp.n_rot, m_.arch().rope);
-    }
-    if (m_.arch().scale_queries) {
-      for (float& e : q) e *= hp.query_scale;
-    }
-    if (hp.attn_temp_scale != 0) {
-      const float temperature = hp.query_temperature(pos_);
-      for (float& e : q) e *= temperature;
+      if (l.wqkv) {
+        const std::vector<float> qkv = matvec(l.wqkv, h);  // Q, then K, then V
+        const size_t q_dim = size_t{hp.n_head} * hd;
+        q.assign(qkv.begin(), qkv.begin() + static_cast<long>(q_dim));
+        k.assign(qkv.begin() + static_cast<long>(q_dim),
+                 qkv.begin() + static_cast<long>(q_dim + kv_dim));
+        v.assign(qkv.begin() + static_cast<long>(q_dim + kv_dim), qkv.end());
+      } else {
+        q = matvec(l.wq, h);
+        k = matvec(l.wk, h);
+        v = matvec(l.wv, h);
+      }
+      if (!lv.bq.empty()) add(q, lv.bq);
+      if (!lv.bk.empty()) add(k, lv.bk);
+      if (!lv.bv.empty()) add(v, lv.bv);
+      const bool whole = m_.arch().qk_norm_whole;  // olmo2: Q and K normed whole
+      if (whole) {
+        rms_norm(q, lv.q_norm, hp.rms_eps);
+        rms_norm(k, lv.k_norm, hp.rms_eps);
+      }
+      for (uint32_t hh = 0; hh < hp.n_head; ++hh) {
+        std::span<float> head(q.data() + hh * hd, hd);
+        if (!lv.q_norm.empty() && !whole) rms_norm(head, lv.q_norm, hp.rms_eps);
+        if (rotates) ops::rope(head.data(), cos.data(), sin.data(), hp.n_rot, m_.arch().rope);
+      }
+      for (uint32_t hh = 0; hh < hp.n_head_kv; ++hh) {
+        std::span<float> head(k.data() + hh * hd, hd);
+        if (!lv.k_norm.empty() && !whole) rms_norm(head, lv.k_norm, hp.rms_eps);
+        if (rotates) ops::rope(head.data(), cos.data(), sin.data(), hp.n_rot, m_.arch().rope);
+      }
+      if (m_.arch().scale_queries) {
+        for (float& e : q) e *= hp.query_scale;
+      }
+      if (hp.attn_temp_scale != 0) {
+        const float temperature = hp.query_temperature(pos_);
+        for (float& e : q) e *= temperature;
+      }
     }
     // The cache holds half precision, as llama.cpp's (F16) does.
+    // (Latent attention's values are the first part of its keys.)
     for (float e : k) k_cache_[il].push_back(kernels::f32_to_f16(e));
     for (float e : v) v_cache_[il].push_back(kernels::f32_to_f16(e));
+    const std::vector<uint16_t>& v_cache = hp.latent ? k_cache_[il] : v_cache_[il];
     for (float& e : q) e = kernels::round_f16(e);  // Q meets the F16 cache as F16
 
     // Scaled dot-product attention (Vaswani et al. 2017), causal, with
@@ -434,20 +479,33 @@ std::span<const float> ReferenceForward::step(int32_t token) {
     // A sliding layer's query sees the last `window` positions (Beltagy et
     // al. 2020), and Gemma 2 soft-caps the scores.
     const size_t start = kernels::first_seen(pos_, hp.window_of(il)), n_pos = pos_ + 1 - start;
-    std::vector<float> attn(size_t{hp.n_head} * hd, 0.0f);
+    const uint32_t vd = hp.value_dim;
+    std::vector<float> attn(size_t{hp.n_head} * vd, 0.0f);
     const kernels::Scores scores(m_.arch().scale_queries ? 1.0f : hp.attention_scale_or_default(),
                                  hp.attn_softcap);
     // The arithmetic is kernels/attention.h's reference: ggml's flash
     // attention, step by step.
-    const kernels::AttendFn attend = kernels::attend_function(kernels::Isa::Reference, hd);
+    const kernels::HeadDims dims(hd, vd);
+    const kernels::AttendFn attend = kernels::attend_function(kernels::Isa::Reference, dims);
     for (uint32_t hh = 0; hh < hp.n_head; ++hh) {
-      const size_t kv_off = size_t{hh / group} * hd;
-      float* out = attn.data() + hh * hd;
+      const size_t kv_head = hh / group;
+      float* out = attn.data() + hh * vd;
       float state[2];  // with a sink (gpt-oss): the maximum and sum before it joins
-      attend(hd, 1, n_pos, q.data() + hh * hd, k_cache_[il].data() + start * kv_dim + kv_off,
-             v_cache_[il].data() + start * kv_dim + kv_off, kv_dim, scores, out,
+      attend(dims, 1, n_pos, q.data() + hh * hd,
+             k_cache_[il].data() + start * kv_dim + kv_head * hd,
+             v_cache.data() + start * kv_dim + kv_head * vd, kv_dim, scores, out,
              lv.sinks.empty() ? nullptr : state);
-      if (!lv.sinks.empty()) kernels::finish_head_with_sink(hd, lv.sinks[hh], state, out);
+      if (!lv.sinks.empty()) kernels::finish_head_with_sink(vd, lv.sinks[hh], state, out);
+    }
+    if (hp.latent) {
+      // Each head's mix of latents times its attn_v_b: its value.
+      std::vector<float> values;
+      for (uint32_t hh = 0; hh < hp.n_head; ++hh) {
+        const std::vector<float> value =
+            matvec(l.wv_b[hh], std::span<const float>(attn.data() + hh * vd, vd));
+        values.insert(values.end(), value.begin(), value.end());
+      }
+      attn = std::move(values);
     }
     std::vector<float> attn_out = biased(matvec(l.wo, attn), lv.bo);
     const bool parallel = m_.arch().parallel_block;  // cohere2: the FFN reads h too
@@ -458,15 +516,16 @@ std::span<const float> ReferenceForward::step(int32_t token) {
         ops::block_norm(hp, h.data(), lv.ffn_norm.data(), h.data(), h.size());
     }
 
-    if (m_.moe() != nullptr) {
+    if (l.router) {
       // A mixture of experts (Shazeer et al. 2017): the chosen experts'
       // gated FFNs, each times its weight, added in the order of choice.
       const MoeSpec& spec = *m_.moe();
       const std::vector<float> logits = biased(matvec(l.router, h), lv.router_bias);
       std::vector<float> probs(hp.n_expert), weights(hp.n_expert_used), out(hp.n_embd);
       std::vector<int32_t> chosen(hp.n_expert_used);
-      ops::choose_experts(spec, logits.data(), hp.n_expert, hp.n_expert_used, probs.data(),
-                          chosen.data(), weights.data());
+      ops::choose_experts(spec, logits.data(),
+                          lv.exp_probs_b.empty() ? nullptr : lv.exp_probs_b.data(), hp.n_expert,
+                          hp.n_expert_used, probs.data(), chosen.data(), weights.data());
       // Expert e's row of a bias of the experts, or none.
       const auto row_of = [](const std::vector<float>& biases, size_t e, size_t width) {
         return biases.empty()
@@ -493,13 +552,15 @@ std::span<const float> ReferenceForward::step(int32_t token) {
                   outputs.begin() + static_cast<long>(slot * hp.n_embd));
       }
       ops::join_experts(outputs.data(), weights.data(), hp.n_expert_used, hp.n_embd, out.data());
-      if (spec.shared_expert) {
-        // qwen2moe: plus the shared expert, times its gate.
+      if (spec.shared_expert != SharedExpert::None) {
+        // Plus the shared experts, times their gate where they have one
+        // (qwen2moe).
         std::vector<float> gate = matvec(l.gate_shexp, h);
         const std::vector<float> up = matvec(l.up_shexp, h);
         for (size_t i = 0; i < gate.size(); ++i) gate[i] = silu(gate[i]) * up[i];
         const std::vector<float> shared = matvec(l.down_shexp, gate);
-        const float factor = ops::shared_expert_gate(matvec(l.shexp_gate, h)[0]);
+        const float factor =
+            l.shexp_gate ? ops::shared_expert_gate(matvec(l.shexp_gate, h)[0]) : 1.0f;
         for (size_t i = 0; i < out.size(); ++i) out[i] += shared[i] * factor;
       }
       add_branch(std::move(out), lv.post_ffn_norm);

@@ -32,6 +32,10 @@ class ReferenceForward {
   size_t position() const { return pos_; }
 
  private:
+  void latent_query_and_key(const Layer& l, const LayerVectors& lv, const std::vector<float>& h,
+                            const std::vector<float>& cos, const std::vector<float>& sin,
+                            std::vector<float>& q, std::vector<float>& k) const;
+
   // The model's vectors (norm weights, biases), dequantized once; empty when
   // the model has none.
   const Model& m_;

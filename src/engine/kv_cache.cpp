@@ -30,6 +30,7 @@ void KvCache::save(size_t begin, size_t end, std::vector<uint8_t>& out) const {
   const size_t bytes = (end - begin) * row_width_ * sizeof(uint16_t);
   for (size_t l = 0; l < k_.size(); ++l) {
     for (const auto* side : {&k_, &v_}) {
+      if (side->empty()) continue;
       const auto* p = reinterpret_cast<const uint8_t*>((*side)[l].data() + begin * row_width_);
       out.insert(out.end(), p, p + bytes);
     }
@@ -47,6 +48,7 @@ Result<void> KvCache::restore(std::span<const uint8_t> bytes, size_t n_pos) {
   const uint8_t* p = bytes.data();
   for (size_t l = 0; l < k_.size(); ++l) {
     for (auto* side : {&k_, &v_}) {
+      if (side->empty()) continue;
       std::memcpy((*side)[l].data() + size_ * row_width_, p, side_bytes);
       p += side_bytes;
     }

@@ -85,7 +85,11 @@ constexpr ArchSpec kArchs[] = {
     {.name = "qwen3moe", .rope = RopeStyle::NeoX, .qk_norm = true, .moe = MoeSpec{}},
     {.name = "qwen2moe",
      .rope = RopeStyle::NeoX,
-     .moe = MoeSpec{.normalize = false, .shared_expert = true}},
+     .moe = MoeSpec{.normalize = false, .shared_expert = SharedExpert::Gated}},
+    {.name = "deepseek2",
+     .moe = MoeSpec{.from_file = true, .shared_expert = SharedExpert::Counted},
+     .latent_attention = true,
+     .nextn = true},
     {.name = "gpt-oss",
      .rope = RopeStyle::NeoX,
      .sliding = SlidingWindow{.default_window = 0,
@@ -127,6 +131,51 @@ void yarn_correction(RopeFrequencies& rope, const Hparams& hp) {
   };
   rope.corr_low = std::max(0.0f, std::floor(dim(hp.yarn_beta_fast)));
   rope.corr_high = std::min(static_cast<float>(n_rot - 1), std::ceil(dim(hp.yarn_beta_slow)));
+}
+
+// Latent attention's keys (ArchSpec::latent_attention) into hp.latent,
+// checked against the cache's shape that llama.cpp derives from them, and
+// its attention scale: mscale^2 / sqrt(key_length_mla), mscale being
+// YaRN's magnitude times (1 + 0.1 ln(1 / freq_scale)) times (1 + 0.1
+// log_mul ln(1 / freq_scale)), in llama.cpp's float steps.
+Result<void> read_latent_keys(const gguf::GgufFile& f, const ArchSpec& spec,
+                              const std::string& prefix, float log_mul, Hparams& hp) {
+  const auto key = [&](std::string_view suffix) { return gguf::keys::arch_key(spec.name, suffix); };
+  Hparams::Latent latent;
+  auto q_rank = f.get_optional<uint32_t>(key("attention.q_lora_rank"));
+  auto kv_rank = f.get<uint32_t>(key("attention.kv_lora_rank"));
+  auto k_mla = f.get_optional<uint32_t>(key("attention.key_length_mla"));
+  auto v_mla = f.get_optional<uint32_t>(key("attention.value_length_mla"));
+  if (!q_rank) return q_rank.error();
+  if (!kv_rank) return kv_rank.error();
+  if (!k_mla) return k_mla.error();
+  if (!v_mla) return v_mla.error();
+  if (!k_mla->has_value() || !v_mla->has_value()) {
+    return Error{prefix + "latent attention without " + key("attention.key_length_mla") +
+                 " (the older attn_kv_b form) is not supported yet"};
+  }
+  latent.q_lora_rank = q_rank->value_or(0);
+  latent.kv_lora_rank = *kv_rank;
+  latent.mla_key = **k_mla;
+  latent.mla_value = **v_mla;
+  if (latent.kv_lora_rank == 0 || hp.n_head_kv != 1 ||
+      hp.head_dim != latent.kv_lora_rank + hp.n_rot || hp.value_dim != latent.kv_lora_rank ||
+      latent.mla_key <= hp.n_rot || latent.mla_value == 0) {
+    return Error{prefix + "latent attention of rank " + std::to_string(latent.kv_lora_rank) +
+                 " needs one KV head (" + key("attention.head_count_kv") + " " +
+                 std::to_string(hp.n_head_kv) + "), keys of the rank plus the " +
+                 std::to_string(hp.n_rot) + " rotated values (" + key("attention.key_length") +
+                 " " + std::to_string(hp.head_dim) + "), values of the rank (" +
+                 key("attention.value_length") + " " + std::to_string(hp.value_dim) +
+                 ") and heads wider than the rotation (" + key("attention.key_length_mla") + " " +
+                 std::to_string(latent.mla_key) + ")"};
+  }
+  hp.latent = latent;
+  const float stretch = std::log(1.0f / hp.rope.freq_scale);
+  const float mscale =
+      hp.rope.mscale * std::fma(0.1f, stretch, 1.0f) * std::fma(0.1f * log_mul, stretch, 1.0f);
+  hp.attention_scale = mscale * mscale / std::sqrt(static_cast<float>(latent.mla_key));
+  return {};
 }
 
 // The keys of rotation, attention and output that change the computation:
@@ -179,6 +228,15 @@ Result<void> read_attention_keys(const gguf::GgufFile& f, const ArchSpec& spec,
     return r.error();
   }
   float log_mul = 0;  // mistral3's yarn_log_multiplier (DeepSeek's mscale_all_dim)
+  if (spec.latent_attention) {
+    // Stored as 0.1 times mscale_all_dim (llama.cpp's
+    // TAG_DEEPSEEK2_YARN_LOG_MUL_FIX divides it out again).
+    if (auto r = read("rope.scaling.yarn_log_multiplier", &log_mul, 0.0f); !r) return r.error();
+    if (!std::isfinite(log_mul)) {
+      return Error{prefix + key("rope.scaling.yarn_log_multiplier") + " is not a finite number"};
+    }
+    log_mul /= 0.1f;
+  }
   if (spec.yarn_keys) {
     for (auto [suffix, out, fallback] :
          {std::tuple{"rope.scaling.yarn_beta_fast", &hp.yarn_beta_fast, 32.0f},
@@ -210,7 +268,9 @@ Result<void> read_attention_keys(const gguf::GgufFile& f, const ArchSpec& spec,
       return yarn_factor <= 1.0f ? 1.0f : 0.1f * mscale * std::log(yarn_factor) + 1.0f;
     };
     const float magnitude = std::fma(0.1f, std::log(yarn_factor), 1.0f);
-    const float applied = log_mul != 0 ? magnitude_of(1.0f) / magnitude_of(log_mul)
+    // deepseek2's mscale is its mscale_all_dim where that is not 1.
+    const float mscale = spec.latent_attention && log_mul != 1.0f ? log_mul : 1.0f;
+    const float applied = log_mul != 0 ? magnitude_of(mscale) / magnitude_of(log_mul)
                                        : (yarn_factor <= 1.0f ? 1.0f : magnitude);
     hp.rope.mscale = applied * (1.0f / magnitude) * attn_factor;
     hp.rope.ext_factor = 1.0f;
@@ -218,7 +278,10 @@ Result<void> read_attention_keys(const gguf::GgufFile& f, const ArchSpec& spec,
 
   uint32_t value_length = 0;
   if (auto r = read("attention.value_length", &value_length, hp.head_dim); !r) return r.error();
-  if (value_length != hp.head_dim) {
+  hp.value_dim = value_length;
+  if (spec.latent_attention) {
+    if (auto r = read_latent_keys(f, spec, prefix, log_mul, hp); !r) return r.error();
+  } else if (value_length != hp.head_dim) {
     return Error{prefix + "value heads of " + std::to_string(value_length) + " (" +
                  key("attention.value_length") + ") differ from key heads of " +
                  std::to_string(hp.head_dim) + ": not supported yet"};
@@ -315,6 +378,68 @@ Result<void> read_attention_keys(const gguf::GgufFile& f, const ArchSpec& spec,
   return {};
 }
 
+// MoeSpec::from_file's keys (deepseek2), as its llama.cpp loader reads
+// them: the gating function (1 softmax, 2 sigmoid, 3 a softmax over the
+// chosen logits; without it, softmax, but sigmoid in GLM-4.7-Flash's
+// shape, 47 or 48 blocks and 154880 tokens), whether the weights are
+// normalized (not without the key) and their scale, the leading dense
+// layers, and the shared experts, each as wide as a routed one.
+Result<void> read_expert_keys(const gguf::GgufFile& f, const ArchSpec& spec,
+                              const std::string& prefix, Hparams& hp, MoeSpec& moe) {
+  const auto key = [&](std::string_view suffix) { return gguf::keys::arch_key(spec.name, suffix); };
+  auto gating = f.get_optional<uint32_t>(key("expert_gating_func"));
+  auto norm = f.get_optional<bool>(key("expert_weights_norm"));
+  auto scale = f.get_optional<float>(key("expert_weights_scale"));
+  auto lead = f.get_optional<uint32_t>(key("leading_dense_block_count"));
+  auto shared = f.get<uint32_t>(key("expert_shared_count"));
+  auto n_ff_exp = f.get<uint32_t>(key("expert_feed_forward_length"));
+  if (!gating) return gating.error();
+  if (!norm) return norm.error();
+  if (!scale) return scale.error();
+  if (!lead) return lead.error();
+  if (!shared) return shared.error();
+  if (!n_ff_exp) return n_ff_exp.error();
+  switch (gating->value_or(0)) {
+    case 0: {
+      // llama.cpp's vocabulary size here: vocab_size, else the token list's.
+      uint64_t n_vocab = 0;
+      auto vocab_size = f.get_optional<uint32_t>(key(gguf::keys::kVocabSize));
+      if (!vocab_size) return vocab_size.error();
+      if (vocab_size->has_value()) {
+        n_vocab = **vocab_size;
+      } else if (const gguf::Value* v = f.find("tokenizer.ggml.tokens"); v != nullptr) {
+        if (const auto* tokens = std::get_if<gguf::ArrayView>(v)) n_vocab = tokens->length;
+      }
+      const bool glm47_flash = (hp.n_layer == 47 || hp.n_layer == 48) && n_vocab == 154880;
+      moe.gating = glm47_flash ? Gating::Sigmoid : Gating::Softmax;
+      break;
+    }
+    case 1: moe.gating = Gating::Softmax; break;
+    case 2: moe.gating = Gating::Sigmoid; break;
+    case 3: moe.gating = Gating::SoftmaxChosen; break;
+    default:
+      return Error{prefix + "expert gating function " + std::to_string(**gating) + " (" +
+                   key("expert_gating_func") + ") is not supported yet"};
+  }
+  moe.normalize = norm->value_or(false);
+  moe.weights_scale = scale->value_or(0.0f);
+  if (!std::isfinite(moe.weights_scale)) {
+    return Error{prefix + key("expert_weights_scale") + " is not a finite number"};
+  }
+  hp.n_dense_lead = lead->value_or(0);
+  if (hp.n_dense_lead > hp.n_layer) {
+    return Error{prefix + key("leading_dense_block_count") + " " + std::to_string(hp.n_dense_lead) +
+                 " is more than the " + std::to_string(hp.n_layer) + " layers"};
+  }
+  if (*shared == 0) {
+    return Error{prefix + key("expert_shared_count") + " 0: a mixture without shared experts " +
+                 "is not supported yet"};
+  }
+  hp.n_ff_exp = *n_ff_exp;
+  hp.n_ff_shexp = *n_ff_exp * *shared;
+  return {};
+}
+
 }  // namespace
 
 const ArchSpec* find_arch(std::string_view arch) {
@@ -335,7 +460,8 @@ Result<Model> Model::bind(const gguf::GgufFile& f) {
     return Error{
         prefix + "architecture '" + printable(*arch) +
         "' is not supported (quip runs llama, qwen2, qwen3, gemma2, gemma3, phi3, olmo2, granite, "
-        "smollm3, mistral3, glm4, qwen3vl, exaone4, cohere2, qwen3moe, qwen2moe and gpt-oss)"};
+        "smollm3, mistral3, glm4, qwen3vl, exaone4, cohere2, qwen3moe, qwen2moe, gpt-oss and "
+        "deepseek2)"};
   }
   const auto key = [&](std::string_view suffix) { return k::arch_key(*arch, suffix); };
   const auto u32 = [&](std::string_view suffix, uint32_t* out,
@@ -422,7 +548,11 @@ Result<Model> Model::bind(const gguf::GgufFile& f) {
                !r) {
       return r.error();
     }
-    if (moe->shared_expert) {
+    m.moe_ = *moe;
+    if (moe->from_file) {
+      if (auto r = read_expert_keys(f, *m.arch_, prefix, hp, m.moe_); !r) return r.error();
+    }
+    if (moe->shared_expert == SharedExpert::Gated) {
       if (auto r = u32("expert_shared_feed_forward_length", &hp.n_ff_shexp, hp.n_ff); !r) {
         return r.error();
       }
@@ -537,22 +667,22 @@ Result<Model> Model::bind(const gguf::GgufFile& f) {
   if (!m.output_) m.output_ = m.token_embd_;  // tied
   // A 3-D tensor of n_expert matrices of n_out rows of n_in values, bound
   // as one Weight per expert over its slice of the data.
-  const auto bind_experts = [&](const std::string& name, uint64_t n_in, uint64_t n_out,
-                                std::vector<Weight>* out) -> Result<void> {
+  // (Latent attention's per-head matrices are bound likewise.)
+  const auto bind_slices = [&](const std::string& name, uint64_t n_in, uint64_t n_out,
+                               uint32_t count, std::vector<Weight>* out) -> Result<void> {
     const gguf::TensorInfo* t = f.find_tensor(name);
     if (t == nullptr) return Error{prefix + "tensor '" + name + "' not found"};
-    if (t->n_dims != 3 || t->shape[0] != n_in || t->shape[1] != n_out ||
-        t->shape[2] != hp.n_expert) {
-      return Error{prefix + "tensor '" + name + "' is not " + std::to_string(hp.n_expert) +
-                   " experts of " + std::to_string(n_in) + " x " + std::to_string(n_out)};
+    if (t->n_dims != 3 || t->shape[0] != n_in || t->shape[1] != n_out || t->shape[2] != count) {
+      return Error{prefix + "tensor '" + name + "' is not " + std::to_string(count) +
+                   " matrices of " + std::to_string(n_in) + " x " + std::to_string(n_out)};
     }
     if (!kernels::can_dequantize(t->type.type)) {
       return Error{prefix + "tensor '" + name + "' has type " + std::string(t->type.name) +
                    ", which quip cannot compute with yet"};
     }
     bound.push_back(t);
-    const uint64_t bytes = t->n_bytes / hp.n_expert;
-    for (uint32_t e = 0; e < hp.n_expert; ++e) {
+    const uint64_t bytes = t->n_bytes / count;
+    for (uint32_t e = 0; e < count; ++e) {
       auto slice = std::make_unique<gguf::TensorInfo>(*t);
       slice->n_dims = 2;
       slice->shape = {n_in, n_out, 1, 1};
@@ -579,13 +709,23 @@ Result<Model> Model::bind(const gguf::GgufFile& f) {
   for (uint32_t i = 0; i < hp.n_layer; ++i) {
     Layer& l = m.layers_[i];
     const std::string b = "blk." + std::to_string(i) + ".";
-    const bool norm = m.arch_->qk_norm, dense = hp.n_expert == 0;
-    const bool biases = m.arch_->projection_biases && dense;
-    const bool moe_biases = !dense && m.arch_->moe->biases, sinks = m.arch_->sinks;
-    const bool shared = !dense && m.arch_->moe->shared_expert;
+    const bool norm = m.arch_->qk_norm, dense = hp.n_expert == 0 || i < hp.n_dense_lead;
+    const bool biases = m.arch_->projection_biases && hp.n_expert == 0;
+    const bool moe_biases = !dense && m.moe_.biases, sinks = m.arch_->sinks;
+    const SharedExpert shared_kind = dense ? SharedExpert::None : m.moe_.shared_expert;
+    const bool shared = shared_kind != SharedExpert::None;
+    const bool gated_shared = shared_kind == SharedExpert::Gated;
+    const bool selection_bias = !dense && m.moe_.from_file;
     const uint64_t n_ff_shexp = hp.n_ff_shexp;
+    // Latent attention's projections, in place of Q, K and V.
+    const bool latent = hp.latent.has_value();
+    const Hparams::Latent mla = hp.latent.value_or(Hparams::Latent{});
+    const bool low_rank_q = latent && mla.q_lora_rank != 0;
+    const uint64_t mla_q_dim = uint64_t{hp.n_head} * mla.mla_key;
+    const uint64_t attn_out_dim = latent ? uint64_t{hp.n_head} * mla.mla_value : q_dim;
     // Q, K and V fused or apart, in any family, as llama.cpp's loaders.
-    const bool fused_qkv = f.find_tensor(b + "attn_qkv.weight") != nullptr, apart = !fused_qkv;
+    const bool fused_qkv = f.find_tensor(b + "attn_qkv.weight") != nullptr;
+    const bool apart = !fused_qkv && !latent;
     const bool fused_up = m.arch_->fused_gate_up;
     const bool pre = m.arch_->pre_norms, post = m.arch_->post_norms;
     const bool parallel = m.arch_->parallel_block;  // one norm for both branches
@@ -605,7 +745,18 @@ Result<Model> Model::bind(const gguf::GgufFile& f) {
           std::tuple{"attn_v.bias", kv_dim, uint64_t{1}, apart, false, &l.bv},
           std::tuple{"attn_qkv.weight", n_embd, qkv_dim, fused_qkv, true, &l.wqkv},
           std::tuple{"attn_qkv.bias", qkv_dim, uint64_t{1}, fused_qkv, false, &l.bqkv},
-          std::tuple{"attn_output.weight", q_dim, n_embd, true, true, &l.wo},
+          std::tuple{"attn_q_a.weight", n_embd, uint64_t{mla.q_lora_rank}, low_rank_q, true,
+                     &l.wq_a},
+          std::tuple{"attn_q_a_norm.weight", uint64_t{mla.q_lora_rank}, uint64_t{1}, low_rank_q,
+                     true, &l.q_a_norm},
+          std::tuple{"attn_q_b.weight", uint64_t{mla.q_lora_rank}, mla_q_dim, low_rank_q, true,
+                     &l.wq_b},
+          std::tuple{"attn_q.weight", n_embd, mla_q_dim, latent && !low_rank_q, true, &l.wq},
+          std::tuple{"attn_kv_a_mqa.weight", n_embd, uint64_t{mla.kv_lora_rank} + hp.n_rot, latent,
+                     true, &l.wkv_a},
+          std::tuple{"attn_kv_a_norm.weight", uint64_t{mla.kv_lora_rank}, uint64_t{1}, latent, true,
+                     &l.kv_a_norm},
+          std::tuple{"attn_output.weight", attn_out_dim, n_embd, true, true, &l.wo},
           std::tuple{"attn_output.bias", n_embd, uint64_t{1}, biases || moe_biases, moe_biases,
                      &l.bo},
           std::tuple{"attn_sinks.weight", uint64_t{hp.n_head}, uint64_t{1}, sinks, true, &l.sinks},
@@ -630,7 +781,10 @@ Result<Model> Model::bind(const gguf::GgufFile& f) {
           std::tuple{"ffn_gate_shexp.weight", n_embd, n_ff_shexp, shared, true, &l.gate_shexp},
           std::tuple{"ffn_up_shexp.weight", n_embd, n_ff_shexp, shared, true, &l.up_shexp},
           std::tuple{"ffn_down_shexp.weight", n_ff_shexp, n_embd, shared, true, &l.down_shexp},
-          std::tuple{"ffn_gate_inp_shexp.weight", n_embd, uint64_t{1}, shared, true, &l.shexp_gate},
+          std::tuple{"ffn_gate_inp_shexp.weight", n_embd, uint64_t{1}, gated_shared, true,
+                     &l.shexp_gate},
+          std::tuple{"exp_probs_b.bias", uint64_t{hp.n_expert}, uint64_t{1}, selection_bias, false,
+                     &l.exp_probs_b},
           std::tuple{"ffn_gate.bias", n_ff, uint64_t{1}, biases, false, &l.b_gate},
           std::tuple{"ffn_up.bias", n_ff, uint64_t{1}, biases, false, &l.b_up},
           std::tuple{"ffn_down.bias", n_embd, uint64_t{1}, biases, false, &l.b_down}}) {
@@ -643,7 +797,15 @@ Result<Model> Model::bind(const gguf::GgufFile& f) {
            {std::tuple{"ffn_gate_exps.weight", n_embd, n_ff_exp, &l.gate_exps},
             std::tuple{"ffn_up_exps.weight", n_embd, n_ff_exp, &l.up_exps},
             std::tuple{"ffn_down_exps.weight", n_ff_exp, n_embd, &l.down_exps}}) {
-        if (auto r = bind_experts(b + name, n_in, n_out, out); !r) return r.error();
+        if (auto r = bind_slices(b + name, n_in, n_out, hp.n_expert, out); !r) return r.error();
+      }
+    }
+    if (latent) {
+      const uint64_t rank = mla.kv_lora_rank, unrotated = mla.mla_key - hp.n_rot;
+      for (auto [name, n_in, n_out, out] :
+           {std::tuple{"attn_k_b.weight", unrotated, rank, &l.wk_b},
+            std::tuple{"attn_v_b.weight", rank, uint64_t{mla.mla_value}, &l.wv_b}}) {
+        if (auto r = bind_slices(b + name, n_in, n_out, hp.n_head, out); !r) return r.error();
       }
     }
   }
@@ -688,6 +850,9 @@ LayerVectors::LayerVectors(const Layer& l)
       post_ffn_norm(vector_of(l.post_ffn_norm)),
       sinks(vector_of(l.sinks)),
       router_bias(vector_of(l.router_bias)),
+      exp_probs_b(vector_of(l.exp_probs_b)),
+      q_a_norm(vector_of(l.q_a_norm)),
+      kv_a_norm(vector_of(l.kv_a_norm)),
       gate_exps_bias(vector_of(l.gate_exps_bias)),
       up_exps_bias(vector_of(l.up_exps_bias)),
       down_exps_bias(vector_of(l.down_exps_bias)) {
@@ -726,6 +891,9 @@ Model::MatrixWork Model::matrix_work_per_token() const {
   add(output_, work.output_products);
   for (const Layer& l : layers_) {
     for (const Weight* w : l.matrices()) add(*w, work.layer_products);
+    for (const auto* heads : {&l.wk_b, &l.wv_b}) {
+      for (const Weight& w : *heads) add(w, work.layer_products);
+    }
     // Each token's chosen experts (all of one size).
     for (uint32_t k = 0; k < hp_.n_expert_used && !l.gate_exps.empty(); ++k) {
       for (const Weight* w : {&l.gate_exps[0], &l.up_exps[0], &l.down_exps[0]}) {
@@ -745,6 +913,9 @@ uint64_t Model::weight_bytes_per_token() const {
   for (const Layer& l : layers_) {
     for (const Weight* w : l.matrices()) total += bytes(*w);
     for (const Weight* w : l.vectors()) total += bytes(*w);
+    for (const auto* heads : {&l.wk_b, &l.wv_b}) {
+      for (const Weight& w : *heads) total += bytes(w);
+    }
     // Only the chosen experts' rows are read (all experts of one size).
     for (uint32_t k = 0; k < hp_.n_expert_used && !l.gate_exps.empty(); ++k) {
       total += bytes(l.gate_exps[0]) + bytes(l.up_exps[0]) + bytes(l.down_exps[0]);

@@ -37,6 +37,19 @@ enum class Activation {
 enum class Gating {
   Softmax,        // a softmax over every expert's logit, then the top k (qwen3moe)
   SoftmaxChosen,  // the top k logits, then a softmax over those alone (gpt-oss)
+  Sigmoid,        // each logit's sigmoid, then the top k (deepseek2)
+};
+
+// A mixture's shared experts, which every token uses beside its chosen ones.
+enum class SharedExpert {
+  None,
+  // qwen2moe: one FFN (ffn_{gate,up,down}_shexp, its width
+  // expert_shared_feed_forward_length), its output times
+  // sigmoid(ffn_gate_inp_shexp . x).
+  Gated,
+  // deepseek2: expert_shared_count experts as one FFN of that many times
+  // the experts' width, ungated.
+  Counted,
 };
 
 // A mixture of experts in place of the FFN (llama.cpp's build_moe_ffn): the
@@ -46,6 +59,13 @@ struct MoeSpec {
   Gating gating = Gating::Softmax;
   // The chosen weights over their sum (at least 2^-14).
   bool normalize = true;
+  // The chosen weights times this (0: not scaled).
+  float weights_scale = 0;
+  // deepseek2: the gating, the normalization and the scale are the file's
+  // (expert_gating_func, expert_weights_norm, expert_weights_scale), and
+  // a layer's exp_probs_b, where it has one, biases the choice (not the
+  // weights); its first leading_dense_block_count layers are dense.
+  bool from_file = false;
   // gpt-oss: a bias of the router (ffn_gate_inp.bias) and of each
   // expert's three matrices (ffn_{gate,up,down}_exps.bias, a row each).
   bool biases = false;
@@ -53,10 +73,7 @@ struct MoeSpec {
   // llama: experts only in a file with expert_count (Mixtral), each
   // feed_forward_length wide; dense otherwise.
   bool where_counted = false;
-  // qwen2moe: a shared expert (ffn_{gate,up,down}_shexp, its width
-  // expert_shared_feed_forward_length) beside the chosen ones, its output
-  // times sigmoid(ffn_gate_inp_shexp . x).
-  bool shared_expert = false;
+  SharedExpert shared_expert = SharedExpert::None;
 };
 
 // Sliding-window attention as a family's llama.cpp loader sets it up.
@@ -149,6 +166,11 @@ struct ArchSpec {
   // gpt-oss: attention sinks (attn_sinks, a logit per head that joins each
   // softmax's denominator and adds no value).
   bool sinks = false;
+  // deepseek2: multi-head latent attention (DeepSeek-V2, 2024) in
+  // llama.cpp's absorbed form (Hparams::latent). YaRN reads only
+  // rope.scaling.yarn_log_multiplier, stored as 0.1 times DeepSeek's
+  // mscale_all_dim.
+  bool latent_attention = false;
   // The FFN's pre-norm tensor: gpt-oss names it post_attention_norm.
   const char* ffn_norm = "ffn_norm.weight";
   // glm4: nextn_predict_layers blocks (multi-token prediction) at the end,
@@ -190,14 +212,24 @@ struct Layer {
   // MoeSpec::shared_expert: its FFN and its gate (one row).
   Weight gate_shexp, up_shexp, down_shexp, shexp_gate;
   Weight sinks;  // ArchSpec::sinks: n_head logits
+  // MoeSpec::from_file: the experts' selection bias (exp_probs_b), n_expert.
+  Weight exp_probs_b;
+  // Latent attention (Hparams::latent): the queries through a low rank
+  // (attn_q_a, its norm, attn_q_b; wq without), the latent and the keys'
+  // rotated part (attn_kv_a_mqa), the latent's norm, and per head the
+  // absorbed matrices from a query's unrotated part to the latent
+  // (attn_k_b) and from the latent to the head's value (attn_v_b).
+  Weight wq_a, q_a_norm, wq_b, wkv_a, kv_a_norm;
+  std::vector<Weight> wk_b, wv_b;
 
   // What a token's step reads besides the experts: the matrices it
   // multiplies by, and the vectors (norms, biases); absent ones included.
-  std::array<const Weight*, 13> matrices() const {
-    return {&wq,     &wk,     &wv,         &wqkv,     &wo,         &w_gate,    &w_up,
-            &w_down, &router, &gate_shexp, &up_shexp, &down_shexp, &shexp_gate};
+  // (The per-head wk_b and wv_b are not among them.)
+  std::array<const Weight*, 16> matrices() const {
+    return {&wq,     &wk,         &wv,       &wqkv,       &wo,         &w_gate, &w_up, &w_down,
+            &router, &gate_shexp, &up_shexp, &down_shexp, &shexp_gate, &wq_a,   &wq_b, &wkv_a};
   }
-  std::array<const Weight*, 19> vectors() const {
+  std::array<const Weight*, 22> vectors() const {
     return {&attn_norm,
             &q_norm,
             &k_norm,
@@ -216,7 +248,10 @@ struct Layer {
             &router_bias,
             &gate_exps_bias,
             &up_exps_bias,
-            &down_exps_bias};
+            &down_exps_bias,
+            &exp_probs_b,
+            &q_a_norm,
+            &kv_a_norm};
   }
 };
 
@@ -229,7 +264,7 @@ std::vector<float> vector_of(const Weight& w);
 struct LayerVectors {
   std::vector<float> attn_norm, bq, bk, bv, q_norm, k_norm, bo;
   std::vector<float> ffn_norm, b_gate, b_up, b_down, post_attn_norm, post_ffn_norm;
-  std::vector<float> sinks, router_bias;
+  std::vector<float> sinks, router_bias, exp_probs_b, q_a_norm, kv_a_norm;
   // The experts' biases, expert e's row at e * its width; empty without.
   std::vector<float> gate_exps_bias, up_exps_bias, down_exps_bias;
   explicit LayerVectors(const Layer& l);
@@ -256,6 +291,21 @@ struct Hparams {
   // each expert's FFN width (expert_feed_forward_length), and a shared
   // expert's (MoeSpec::shared_expert).
   uint32_t n_expert = 0, n_expert_used = 0, n_ff_exp = 0, n_ff_shexp = 0;
+  // MoeSpec::from_file: the dense layers before the first mixture.
+  uint32_t n_dense_lead = 0;
+  // The value heads' width: head_dim, except in latent attention.
+  uint32_t value_dim = 0;
+  // Latent attention (ArchSpec::latent_attention): each position's key is
+  // its latent of kv_lora_rank values, normed, then n_rot rotated values
+  // (head_dim = kv_lora_rank + n_rot, one KV head); its value is the
+  // latent (value_dim = kv_lora_rank). A query head is its unrotated part
+  // of mla_key - n_rot values times attn_k_b, then its n_rot rotated ones;
+  // its output, value_dim wide, times attn_v_b gives mla_value values.
+  // q_lora_rank: the queries' low rank (0: one attn_q).
+  struct Latent {
+    uint32_t q_lora_rank = 0, kv_lora_rank = 0, mla_key = 0, mla_value = 0;
+  };
+  std::optional<Latent> latent;
   // The context the rotation was trained for before it was stretched
   // (rope.scaling.original_context_length; n_ctx_train without it): YaRN's
   // range, and LongRoPE's choice of factors.
@@ -339,7 +389,8 @@ class Model {
 
   const ArchSpec& arch() const { return *arch_; }
   // The mixture of experts of this file's layers; nullptr where they are dense.
-  const MoeSpec* moe() const { return hp_.n_expert != 0 ? &*arch_->moe : nullptr; }
+  // (The family's MoeSpec, with what the file sets where it is from_file.)
+  const MoeSpec* moe() const { return hp_.n_expert != 0 ? &moe_ : nullptr; }
   const Hparams& hparams() const { return hp_; }
   const Weight& token_embd() const { return token_embd_; }
   const Weight& output_norm() const { return output_norm_; }
@@ -374,6 +425,7 @@ class Model {
 
  private:
   const ArchSpec* arch_ = nullptr;
+  MoeSpec moe_;
   Hparams hp_;
   Weight token_embd_, output_norm_, output_, output_bias_, rope_freqs_;
   Weight rope_long_, rope_short_;  // LongRoPE's factors

@@ -132,31 +132,49 @@ inline void softmax(const float* x, float* y, size_t n) {
 // the n_used experts of the largest scores (an argsort, descending; ties
 // in expert order) and their weights, in that order. With Softmax gating
 // the scores are the softmax of the router's logits (into probs) and the
-// weights the chosen ones' probabilities; with SoftmaxChosen, the logits
-// themselves, and the weights a softmax over the chosen logits alone.
-// Normalized, the weights are then over their sum (a double sum rounded to
-// float, at least 2^-14).
-inline void choose_experts(const MoeSpec& spec, const float* logits, size_t n_expert, size_t n_used,
-                           float* probs, int32_t* chosen, float* weights) {
+// weights the chosen ones' probabilities; with Sigmoid, likewise each
+// logit's sigmoid, 1 / (1 + expf(-x)); with SoftmaxChosen, the logits
+// themselves, and the weights a softmax over the chosen logits alone. A
+// selection bias (n_expert values, or nullptr) is added to the scores for
+// the choice only. Normalized, the weights are then over their sum (a
+// double sum rounded to float, at least 2^-14); then times the spec's
+// scale, where it has one.
+inline void choose_experts(const MoeSpec& spec, const float* logits, const float* selection_bias,
+                           size_t n_expert, size_t n_used, float* probs, int32_t* chosen,
+                           float* weights) {
   if (spec.gating == Gating::Softmax) {
     softmax(logits, probs, n_expert);
+  } else if (spec.gating == Gating::Sigmoid) {
+    for (size_t e = 0; e < n_expert; ++e) probs[e] = 1.0f / (1.0f + std::exp(-logits[e]));
   } else {
     std::copy(logits, logits + n_expert, probs);
   }
-  std::vector<int32_t> order(n_expert);
+  thread_local std::vector<float> selection;
+  const float* scores = probs;
+  if (selection_bias != nullptr) {
+    selection.resize(n_expert);
+    for (size_t e = 0; e < n_expert; ++e) selection[e] = probs[e] + selection_bias[e];
+    scores = selection.data();
+  }
+  thread_local std::vector<int32_t> order;
+  order.resize(n_expert);
   for (size_t e = 0; e < n_expert; ++e) order[e] = static_cast<int32_t>(e);
   std::stable_sort(order.begin(), order.end(),
-                   [&](int32_t a, int32_t b) { return probs[a] > probs[b]; });
+                   [&](int32_t a, int32_t b) { return scores[a] > scores[b]; });
   for (size_t k = 0; k < n_used; ++k) {
     chosen[k] = order[k];
     weights[k] = probs[order[k]];
   }
   if (spec.gating == Gating::SoftmaxChosen) softmax(weights, weights, n_used);
-  if (!spec.normalize) return;
-  double sum = 0;
-  for (size_t k = 0; k < n_used; ++k) sum += static_cast<double>(weights[k]);
-  const float total = std::max(static_cast<float>(sum), 6.103515625e-5f);
-  for (size_t k = 0; k < n_used; ++k) weights[k] /= total;
+  if (spec.normalize) {
+    double sum = 0;
+    for (size_t k = 0; k < n_used; ++k) sum += static_cast<double>(weights[k]);
+    const float total = std::max(static_cast<float>(sum), 6.103515625e-5f);
+    for (size_t k = 0; k < n_used; ++k) weights[k] /= total;
+  }
+  if (spec.weights_scale != 0.0f && spec.weights_scale != 1.0f) {
+    for (size_t k = 0; k < n_used; ++k) weights[k] *= spec.weights_scale;
+  }
 }
 
 // A mixture of experts' output for one token: the n_used experts' outputs

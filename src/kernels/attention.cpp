@@ -12,17 +12,17 @@ namespace quip::kernels {
 
 namespace {
 
-void attend_one(size_t head_dim, size_t n, const float* q, const uint16_t* k, const uint16_t* v,
+void attend_one(HeadDims dims, size_t n, const float* q, const uint16_t* k, const uint16_t* v,
                 size_t stride, Scores scores, float* out, float* partial) {
   thread_local std::vector<float> acc, key;  // acc: values of half precision
-  acc.assign(head_dim, 0.0f);
-  key.resize(head_dim);
+  acc.assign(dims.value, 0.0f);
+  key.resize(dims.key);
   float max = -INFINITY, sum = 0;
   for (size_t p = 0; p < n; ++p) {
     const uint16_t* kp = k + p * stride;
     const uint16_t* vp = v + p * stride;
-    for (size_t d = 0; d < head_dim; ++d) key[d] = f16_to_f32(kp[d]);
-    const float s = scores(ggml_dot_f16(key.data(), q, head_dim));
+    for (size_t d = 0; d < dims.key; ++d) key[d] = f16_to_f32(kp[d]);
+    const float s = scores(ggml_dot_f16(key.data(), q, dims.key));
     float old_scale = 1.0f, weight = 1.0f;
     if (s > max) {
       old_scale = std::exp(max - s);
@@ -31,7 +31,7 @@ void attend_one(size_t head_dim, size_t n, const float* q, const uint16_t* k, co
     } else {
       weight = std::exp(s - max);
     }
-    for (size_t d = 0; d < head_dim; ++d) {
+    for (size_t d = 0; d < dims.value; ++d) {
       acc[d] = round_f16(std::fma(f16_to_f32(vp[d]), weight, acc[d]));
     }
     sum = std::fma(sum, old_scale, weight);  // ggml's S*ms + vs, contracted
@@ -42,25 +42,24 @@ void attend_one(size_t head_dim, size_t n, const float* q, const uint16_t* k, co
     return;
   }
   const float inv = 1.0f / sum;  // ggml scales by 1 / sum
-  for (size_t d = 0; d < head_dim; ++d) out[d] = acc[d] * inv;
+  for (size_t d = 0; d < dims.value; ++d) out[d] = acc[d] * inv;
 }
 
-void attend_reference(size_t head_dim, size_t n_heads, size_t n, const float* q, const uint16_t* k,
+void attend_reference(HeadDims dims, size_t n_heads, size_t n, const float* q, const uint16_t* k,
                       const uint16_t* v, size_t stride, Scores scores, float* out, float* partial) {
   for (size_t h = 0; h < n_heads; ++h) {
-    attend_one(head_dim, n, q + h * head_dim, k, v, stride, scores, out + h * head_dim,
+    attend_one(dims, n, q + h * dims.key, k, v, stride, scores, out + h * dims.value,
                partial != nullptr ? partial + 2 * h : nullptr);
   }
 }
 
 // attends_in_tiles's arithmetic, one query at a time.
-void attend_tiles_reference(size_t head_dim, size_t n_q, size_t pos0, const float* q,
-                            size_t q_stride, const uint16_t* k, const uint16_t* v, size_t kv_stride,
-                            Scores scores, size_t window, float* out, size_t out_stride,
-                            float* partial) {
+void attend_tiles_reference(HeadDims dims, size_t n_q, size_t pos0, const float* q, size_t q_stride,
+                            const uint16_t* k, const uint16_t* v, size_t kv_stride, Scores scores,
+                            size_t window, float* out, size_t out_stride, float* partial) {
   constexpr size_t kTile = kAttentionKeyTile;
   thread_local std::vector<float> acc;
-  acc.resize(head_dim);
+  acc.resize(dims.value);
   for (size_t i = 0; i < n_q; ++i) {
     const float* qi = q + i * q_stride;
     const size_t seen = pos0 + i + 1, start = first_seen(pos0 + i, window);
@@ -75,7 +74,7 @@ void attend_tiles_reference(size_t head_dim, size_t n_q, size_t pos0, const floa
         if (j < lo || j >= m) continue;
         const uint16_t* kj = k + (tile + j) * kv_stride;
         float dot = 0;
-        for (size_t d = 0; d < head_dim; ++d) dot = std::fma(qi[d], f16_to_f32(kj[d]), dot);
+        for (size_t d = 0; d < dims.key; ++d) dot = std::fma(qi[d], f16_to_f32(kj[d]), dot);
         s[j] = scores(dot);
         tile_max = std::max(tile_max, s[j]);
       }
@@ -97,7 +96,9 @@ void attend_tiles_reference(size_t head_dim, size_t n_q, size_t pos0, const floa
       sum = static_cast<float>(sum + tile_sum);
       for (size_t j = lo; j < m; ++j) {
         const uint16_t* vj = v + (tile + j) * kv_stride;
-        for (size_t d = 0; d < head_dim; ++d) acc[d] = std::fma(e[j], f16_to_f32(vj[d]), acc[d]);
+        for (size_t d = 0; d < dims.value; ++d) {
+          acc[d] = std::fma(e[j], f16_to_f32(vj[d]), acc[d]);
+        }
       }
     }
     if (partial != nullptr) {
@@ -106,7 +107,7 @@ void attend_tiles_reference(size_t head_dim, size_t n_q, size_t pos0, const floa
       continue;
     }
     const float inv = sum == 0 ? 0.0f : 1.0f / sum;
-    for (size_t d = 0; d < head_dim; ++d) out[i * out_stride + d] = acc[d] * inv;
+    for (size_t d = 0; d < dims.value; ++d) out[i * out_stride + d] = acc[d] * inv;
   }
 }
 
@@ -137,11 +138,11 @@ void geglu(const float* gate, const float* up, float* out, size_t n) {
   }
 }
 
-void merge_attention_chunks(size_t head_dim, size_t n_chunks, const float* partials,
+void merge_attention_chunks(size_t value_dim, size_t n_chunks, const float* partials,
                             size_t partial_stride, const float* accs, size_t acc_stride,
                             float* out) {
   float max = -INFINITY, sum = 0;
-  std::fill(out, out + head_dim, 0.0f);
+  std::fill(out, out + value_dim, 0.0f);
   for (size_t c = 0; c < n_chunks; ++c) {
     const float* partial = partials + c * partial_stride;
     const float chunk_max = partial[0], chunk_sum = partial[1];
@@ -150,13 +151,15 @@ void merge_attention_chunks(size_t head_dim, size_t n_chunks, const float* parti
     const float scale_old = std::exp(max - new_max), scale_new = std::exp(chunk_max - new_max);
     const float* acc = accs + c * acc_stride;
     // ggml's a * scale_old + b * scale_new, contracted by GCC as below.
-    for (size_t d = 0; d < head_dim; ++d) out[d] = std::fma(out[d], scale_old, acc[d] * scale_new);
+    for (size_t d = 0; d < value_dim; ++d) {
+      out[d] = std::fma(out[d], scale_old, acc[d] * scale_new);
+    }
     sum = std::fma(sum, scale_old, chunk_sum * scale_new);
     max = new_max;
   }
   if (sum != 0) {
     const float inv = 1.0f / sum;
-    for (size_t d = 0; d < head_dim; ++d) out[d] *= inv;
+    for (size_t d = 0; d < value_dim; ++d) out[d] *= inv;
   }
 }
 
@@ -174,10 +177,10 @@ AttendTilesFn attend_tiles_function(Isa isa) {
   return fast != nullptr ? fast : attend_tiles_reference;
 }
 
-AttendFn attend_function(Isa isa, size_t head_dim) {
+AttendFn attend_function(Isa isa, HeadDims dims) {
   AttendFn fast = nullptr;
-  if (isa == Isa::Avx2) fast = avx2::attend_function(head_dim);
-  if (isa == Isa::Avx512) fast = avx512::attend_function(head_dim);
+  if (isa == Isa::Avx2) fast = avx2::attend_function(dims);
+  if (isa == Isa::Avx512) fast = avx512::attend_function(dims);
   return fast != nullptr ? fast : attend_reference;
 }
 

@@ -16,7 +16,7 @@ OperandFn operand_function(gguf::GgmlType operand);  // operand_x86.inc
 // lanes modulo 2^32 (so that none can be skipped).
 uint64_t int8_madds_per_round();
 uint64_t int8_madd_rounds(uint64_t rounds);
-AttendFn attend_function(size_t head_dim);
+AttendFn attend_function(HeadDims dims);
 AttendTilesFn attend_tiles_function();
 SwigluFn swiglu_function();
 }  // namespace avx2
@@ -28,7 +28,7 @@ OperandFn operand_function(gguf::GgmlType operand);  // operand_x86.inc
 // lanes modulo 2^32 (so that none can be skipped).
 uint64_t int8_madds_per_round();
 uint64_t int8_madd_rounds(uint64_t rounds);
-AttendFn attend_function(size_t head_dim);
+AttendFn attend_function(HeadDims dims);
 AttendTilesFn attend_tiles_function();
 SwigluFn swiglu_function();
 }  // namespace avx512

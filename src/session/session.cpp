@@ -244,11 +244,14 @@ Outcome<Answer> generate(const LoadedModel& m, const Request& r, const Prompt& p
   // answered, without evaluating its last token again.
   std::vector<float> cached_logits;
   if (!r.no_cache && r.cache_dir) {
-    prefix_cache.emplace(
-        *r.cache_dir / "kv",
-        store::KvShape{m.fingerprint, fwd.cache().n_layer(), fwd.cache().row_width(),
-                       m.model.hparams().n_vocab, std::string(m.model.kv_variant(n_ctx))},
-        r.cache_max_bytes);
+    prefix_cache.emplace(*r.cache_dir / "kv",
+                         store::KvShape{.fingerprint = m.fingerprint,
+                                        .n_layer = fwd.cache().n_layer(),
+                                        .row_width = fwd.cache().row_width(),
+                                        .n_vocab = m.model.hparams().n_vocab,
+                                        .variant = std::string(m.model.kv_variant(n_ctx)),
+                                        .values_in_keys = fwd.cache().values_in_keys()},
+                         r.cache_max_bytes);
     std::vector<std::string> warnings;
     restored = prefix_cache->restore(prompt.tokens, fwd.cache(), warnings, &cached_logits);
     for (std::string& w : warnings) a.warnings.push_back(std::move(w));

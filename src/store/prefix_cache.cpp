@@ -28,7 +28,19 @@ constexpr char kMagic[8] = {'Q', 'U', 'I', 'P', '-', 'K', 'V', '\0'};
 // version 1 are not used (so every prompt-end segment in use can carry its
 // logits): a sound one is removed quietly, anything else with a warning.
 constexpr uint32_t kFormatVersion = 2;
-constexpr uint32_t kKvF16 = 1;  // the KV type: half-precision rows
+// The KV type: half-precision key and value rows, or key rows alone (latent
+// attention, whose values are the first part of its keys).
+constexpr uint32_t kKvF16 = 1;
+constexpr uint32_t kKvF16KeysOnly = 2;
+
+uint32_t kv_type_of(const KvShape& shape) {
+  return shape.values_in_keys ? kKvF16KeysOnly : kKvF16;
+}
+
+// The rows per layer and position of a KV type: 0 for an unknown one.
+uint32_t rows_of(uint32_t kv_type) {
+  return kv_type == kKvF16 ? 2 : kv_type == kKvF16KeysOnly ? 1 : 0;
+}
 constexpr std::string_view kSuffix = ".kv";
 constexpr std::string_view kTempPrefix = "tmp-";
 constexpr auto kStaleTemp = std::chrono::minutes(10);
@@ -276,7 +288,8 @@ size_t PrefixCache::restore(std::span<const int32_t> tokens, engine::KvCache& ca
       return std::nullopt;
     }
     if (std::string_view(h.fingerprint, sizeof h.fingerprint) != shape_.fingerprint ||
-        h.kv_type != kKvF16 || h.n_layer != shape_.n_layer || h.row_width != shape_.row_width) {
+        h.kv_type != kv_type_of(shape_) || h.n_layer != shape_.n_layer ||
+        h.row_width != shape_.row_width) {
       discard(key, "made for another model or KV layout");
       return std::nullopt;
     }
@@ -369,7 +382,7 @@ Result<void> PrefixCache::save(std::span<const int32_t> tokens, const engine::Kv
     Header h{};
     std::memcpy(h.magic, kMagic, sizeof kMagic);
     h.version = kFormatVersion;
-    h.kv_type = kKvF16;
+    h.kv_type = kv_type_of(shape_);
     CHECK(shape_.fingerprint.size() == sizeof h.fingerprint);
     std::memcpy(h.fingerprint, shape_.fingerprint.data(), sizeof h.fingerprint);
     h.n_layer = shape_.n_layer;
@@ -446,13 +459,14 @@ std::string segment_problem(const fs::path& path, uint64_t size, bool& foreign) 
   }
   if (got < sizeof h) return "truncated (" + std::to_string(size) + " bytes)";
   if (h.version != kFormatVersion) return "format version " + std::to_string(h.version);
+  if (rows_of(h.kv_type) == 0) return "KV type " + std::to_string(h.kv_type);
   uint64_t position = 0, expected = 0;
-  const bool fits =
-      h.begin < h.end &&
-      checked_mul(uint64_t{h.n_layer} * 2 * sizeof(uint16_t), uint64_t{h.row_width}, &position) &&
-      checked_add(position, uint64_t{sizeof(int32_t)}, &position) &&
-      checked_mul(position, uint64_t{h.end - h.begin}, &expected) &&
-      checked_add(expected, uint64_t{sizeof(Header)}, &expected);
+  const bool fits = h.begin < h.end &&
+                    checked_mul(uint64_t{h.n_layer} * rows_of(h.kv_type) * sizeof(uint16_t),
+                                uint64_t{h.row_width}, &position) &&
+                    checked_add(position, uint64_t{sizeof(int32_t)}, &position) &&
+                    checked_mul(position, uint64_t{h.end - h.begin}, &expected) &&
+                    checked_add(expected, uint64_t{sizeof(Header)}, &expected);
   if (!fits || size < expected) return "truncated (" + std::to_string(size) + " bytes)";
   // Past the rows, a segment may hold the logits after its end: floats
   // (their count, the vocabulary's, is not in the header; restore() checks it).

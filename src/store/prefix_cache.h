@@ -49,6 +49,8 @@ struct KvShape {
   // What else the rows depend on (engine::Model::kv_variant): "" for most
   // models. Entries of one variant are never found under another.
   std::string variant;
+  // Key rows alone (engine::KvCache's values in the keys).
+  bool values_in_keys = false;
 };
 
 // The logits after the first `end` tokens of a sequence (n_vocab floats).

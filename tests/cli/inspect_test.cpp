@@ -129,11 +129,27 @@ TEST(InspectText, ShowsHowQuipComputesTheModel) {
   EXPECT_EQ(text_row(oss.out, "attention sinks"), "a logit per head") << oss.out;
 
   const RunResult mla = run_quip({"inspect", archs("tiny-deepseek2-e64-f16.gguf")});
-  ASSERT_EQ(mla.status, kExitOk) << mla.err;  // inspect reads any GGUF
-  const std::string runs = text_row(mla.out, "runs").value_or("");
-  EXPECT_TRUE(runs.starts_with("no: ")) << mla.out;
-  EXPECT_NE(runs.find("deepseek2"), std::string::npos) << mla.out;
-  EXPECT_NE(runs.find("not supported"), std::string::npos) << mla.out;
+  ASSERT_EQ(mla.status, kExitOk) << mla.err;
+  EXPECT_EQ(text_row(mla.out, "experts"),
+            "8, 2 per token, FFN 32 wide (weights: sigmoid of each, normalized, x 1.8), and a "
+            "shared expert 32 wide; the first 1 layers dense")
+      << mla.out;
+  EXPECT_EQ(text_row(mla.out, "attention"),
+            "latent: rank 64 plus 16 rotated per position; queries through rank 48; heads 48 "
+            "wide for scores, 32 for values")
+      << mla.out;
+
+  // inspect reads any GGUF, and says why quip cannot run one.
+  TempDir dir;
+  GgufWriter w;
+  w.set("general.architecture", std::string("mamba2"));
+  ASSERT_TRUE(w.write((dir / "mamba2.gguf").string()).ok());
+  const RunResult other = run_quip({"inspect", (dir / "mamba2.gguf").string()});
+  ASSERT_EQ(other.status, kExitOk) << other.err;
+  const std::string runs = text_row(other.out, "runs").value_or("");
+  EXPECT_TRUE(runs.starts_with("no: ")) << other.out;
+  EXPECT_NE(runs.find("mamba2"), std::string::npos) << other.out;
+  EXPECT_NE(runs.find("not supported"), std::string::npos) << other.out;
 }
 
 // RoPE scaling is named by its kind: a YaRN file is not shown as linear.

@@ -167,6 +167,26 @@ TEST_F(PrefixCacheCli, ContinuingEvaluatesOnlyTheNewTurn) {
   expect_same_answer(t2, uncached, 0.02);
 }
 
+// Latent attention (deepseek2) caches key rows alone: a follow-up restores
+// them and evaluates only its new turn, answering as a call that restores
+// nothing (within the F16 tolerance, as above).
+TEST_F(PrefixCacheCli, LatentAttentionContinuesFromItsKeyRows) {
+  QUIP_REQUIRE_SHARED();
+  const std::string model =
+      (testing::shared_dir() / "archs" / "tiny-deepseek2-e64-f16.gguf").string();
+  const nlohmann::json t1 = run_json({"-m", model, "-n", "10", kStory});
+  const size_t stored = t1.at("prompt_tokens").size() + t1.at("tokens").size();
+  const nlohmann::json t2 = run_json({"-c", "-n", "8", "--logprobs", "4", "What next?"});
+  const size_t new_turn = t2.at("prompt_tokens").size() - stored;
+  EXPECT_GE(evaluated(t2), new_turn);
+  EXPECT_LE(evaluated(t2), new_turn + 1);
+  const nlohmann::json uncached =
+      run_json({"--cid", std::to_string(t1.at("conversation").get<int>()) + "@1", "-n", "8",
+                "--logprobs", "4", "--no-cache", "What next?"});
+  EXPECT_EQ(uncached.at("prompt_tokens"), t2.at("prompt_tokens"));
+  expect_same_answer(t2, uncached, 0.02);
+}
+
 // A new conversation with the same system prompt and another question
 // restores everything before the question, however short (segments
 // otherwise end only every 64 positions), and answers as an uncached call.

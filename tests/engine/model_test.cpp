@@ -7,6 +7,7 @@
 
 #include <functional>
 #include <limits>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -311,6 +312,66 @@ TEST(ModelBind, RefusesBrokenExpertCounts) {
   EXPECT_NE(grouped.error().message.find("expert groups (qwen3moe.expert_group_count 4)"),
             std::string::npos)
       << grouped.error().message;
+}
+
+// deepseek2's keys: latent attention's ranks and widths, which must make
+// the cache shape llama.cpp derives from them, and its routing keys; each
+// error names the key. Keys that agree get as far as the tensors.
+TEST(ModelBind, Deepseek2RefusesBrokenLatentAndExpertKeys) {
+  using Overrides = std::map<std::string, gguf::OwnedValue>;
+  const auto bind = [](const Overrides& overrides) {
+    return bind_hparams(
+        "deepseek2",
+        [&](gguf::GgufWriter& w) {
+          Overrides keys = {{"block_count", uint32_t{1}},
+                            {"feed_forward_length", uint32_t{128}},
+                            {"attention.head_count", uint32_t{4}},
+                            {"attention.head_count_kv", uint32_t{1}},
+                            {"expert_count", uint32_t{8}},
+                            {"expert_used_count", uint32_t{2}},
+                            {"expert_feed_forward_length", uint32_t{32}},
+                            {"expert_shared_count", uint32_t{1}},
+                            {"expert_gating_func", uint32_t{2}},
+                            {"attention.q_lora_rank", uint32_t{32}},
+                            {"attention.kv_lora_rank", uint32_t{48}},
+                            {"attention.key_length", uint32_t{64}},
+                            {"attention.value_length", uint32_t{48}},
+                            {"attention.key_length_mla", uint32_t{32}},
+                            {"attention.value_length_mla", uint32_t{16}},
+                            {"rope.dimension_count", uint32_t{16}}};
+          for (const auto& [key, value] : overrides) keys[key] = value;
+          for (const auto& [key, value] : keys) {
+            // An empty string: the key left out.
+            const auto* text = std::get_if<std::string>(&value);
+            if (text == nullptr || !text->empty()) w.set("deepseek2." + key, value);
+          }
+        },
+        /*counts=*/false);
+  };
+  const std::string absent;
+  for (const auto& [overrides, what] :
+       {std::pair{Overrides{{"attention.kv_lora_rank", absent}},
+                  "deepseek2.attention.kv_lora_rank"},
+        std::pair{Overrides{{"attention.key_length_mla", absent}},
+                  "without deepseek2.attention.key_length_mla (the older attn_kv_b form)"},
+        std::pair{Overrides{{"attention.head_count_kv", uint32_t{2}}}, "needs one KV head"},
+        std::pair{Overrides{{"attention.key_length", uint32_t{48}}}, "needs one KV head"},
+        std::pair{Overrides{{"attention.value_length", uint32_t{64}}}, "needs one KV head"},
+        std::pair{Overrides{{"attention.key_length_mla", uint32_t{16}}}, "needs one KV head"},
+        std::pair{Overrides{{"expert_gating_func", uint32_t{4}}},
+                  "expert gating function 4 (deepseek2.expert_gating_func)"},
+        std::pair{Overrides{{"expert_shared_count", absent}}, "deepseek2.expert_shared_count"},
+        std::pair{Overrides{{"expert_shared_count", uint32_t{0}}},
+                  "deepseek2.expert_shared_count 0"},
+        std::pair{Overrides{{"leading_dense_block_count", uint32_t{2}}},
+                  "deepseek2.leading_dense_block_count 2 is more than the 1 layers"},
+        std::pair{Overrides{{"expert_weights_scale", std::numeric_limits<float>::infinity()}},
+                  "deepseek2.expert_weights_scale is not a finite number"},
+        std::pair{Overrides{}, "tensor 'blk.0.attn_q_a.weight' not found"}}) {
+    const auto result = bind(overrides);
+    ASSERT_FALSE(result.ok()) << what;
+    EXPECT_NE(result.error().message.find(what), std::string::npos) << result.error().message;
+  }
 }
 
 // llama's layers are a mixture of experts exactly where the file counts

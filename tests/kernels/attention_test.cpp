@@ -200,6 +200,68 @@ TEST(Attention, SimdTiledKernelsEqualTheReferenceBitForBit) {
   }
 }
 
+// Latent attention's heads: keys of dk halves whose first dv are the
+// values (one row serves both). The reference is the softmax-weighted sum
+// of those prefixes, one query and tiled; the SIMD kernels equal it bit
+// for bit, DeepSeek's 576/512 included.
+TEST(Attention, ValuesThatArePrefixesOfTheKeys) {
+  std::mt19937 rng(11);
+  const std::vector<Isa> isas = testing::simd_isas();
+  for (auto [dk, dv] : {std::pair<size_t, size_t>{80, 64}, {576, 512}}) {
+    const HeadDims dims(dk, dv);
+    const size_t n = 70, heads = 3, pos0 = n - 64;
+    const std::vector<uint16_t> kv = random_halves(dk * n, rng);
+    const float scale = 1.0f / std::sqrt(static_cast<float>(dk));
+    // In double: the query against the first `seen` keys, weighing their
+    // first dv halves.
+    const auto exact = [&](const float* q, size_t seen) {
+      std::vector<double> w(seen), out(dv, 0.0);
+      double max = -1e300, total = 0;
+      for (size_t p = 0; p < seen; ++p) {
+        double dot = 0;
+        for (size_t d = 0; d < dk; ++d) dot += double{q[d]} * f16_to_f32(kv[p * dk + d]);
+        max = std::max(max, w[p] = dot * scale);
+      }
+      for (double& x : w) total += (x = std::exp(x - max));
+      for (size_t p = 0; p < seen; ++p) {
+        for (size_t d = 0; d < dv; ++d) out[d] += w[p] / total * f16_to_f32(kv[p * dk + d]);
+      }
+      return out;
+    };
+    std::vector<float> q(dk * heads), queries(64 * dk);
+    for (float& x : q)
+      x = f16_to_f32(f32_to_f16(std::uniform_real_distribution<float>(-1, 1)(rng)));
+    for (float& x : queries) x = std::uniform_real_distribution<float>(-1, 1)(rng);
+    std::vector<float> want(dv * heads), want_tiles(64 * dv);
+    attend_function(Isa::Reference, dims)(dims, heads, n, q.data(), kv.data(), kv.data(), dk,
+                                          Scores(scale), want.data(), nullptr);
+    ASSERT_TRUE(attends_in_tiles(64, dv));
+    attend_tiles_function(Isa::Reference)(dims, 64, pos0, queries.data(), dk, kv.data(), kv.data(),
+                                          dk, Scores(scale), 0, want_tiles.data(), dv, nullptr);
+    for (size_t h = 0; h < heads; ++h) {
+      const std::vector<double> v = exact(q.data() + h * dk, n);
+      for (size_t d = 0; d < dv; ++d) {
+        ASSERT_NEAR(want[h * dv + d], v[d], 4e-3) << dk << "/" << dv << " head " << h << " d " << d;
+      }
+    }
+    for (size_t i = 0; i < 64; i += 21) {
+      const std::vector<double> v = exact(queries.data() + i * dk, pos0 + i + 1);
+      for (size_t d = 0; d < dv; ++d) {
+        ASSERT_NEAR(want_tiles[i * dv + d], v[d], 1e-5) << dk << "/" << dv << " query " << i;
+      }
+    }
+    for (Isa isa : isas) {
+      std::vector<float> got(dv * heads), got_tiles(64 * dv);
+      attend_function(isa, dims)(dims, heads, n, q.data(), kv.data(), kv.data(), dk, Scores(scale),
+                                 got.data(), nullptr);
+      EXPECT_EQ(got, want) << isa_name(isa) << " " << dk << "/" << dv;
+      attend_tiles_function(isa)(dims, 64, pos0, queries.data(), dk, kv.data(), kv.data(), dk,
+                                 Scores(scale), 0, got_tiles.data(), dv, nullptr);
+      EXPECT_EQ(got_tiles, want_tiles) << isa_name(isa) << " tiled " << dk << "/" << dv;
+    }
+  }
+}
+
 TEST(Attention, BatchesOf64QueriesOrMoreWithHeadsOf16nAttendInTiles) {
   EXPECT_TRUE(attends_in_tiles(64, 64));
   EXPECT_TRUE(attends_in_tiles(512, 16));

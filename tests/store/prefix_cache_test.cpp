@@ -15,6 +15,7 @@
 #include <limits>
 #include <map>
 #include <random>
+#include <set>
 
 #include "support/run_quip.h"
 #include "support/shared.h"
@@ -118,6 +119,46 @@ TEST_F(PrefixCacheTest, KeepsVariantsApart) {
   EXPECT_EQ(other.restore(t, c, warnings), 100u);
   EXPECT_EQ(rows(c, 100), rows(variant, 100));
   EXPECT_EQ(restore(t, plain), 100u);  // the plain rows, still
+}
+
+// Latent attention's cache holds key rows alone (its values are their
+// first part): v is k, a position is half the bytes, and its segments
+// round-trip, are whole to cache_stats, and are never read as rows of keys
+// and values (nor those as theirs).
+TEST_F(PrefixCacheTest, KeysOnlyRowsRoundTripAndStayApart) {
+  const size_t n = 100;
+  engine::KvCache keys(kLayers, kRowWidth, /*values_in_keys=*/true);
+  keys.reserve(n);
+  keys.grow_to(n);
+  for (uint32_t l = 0; l < kLayers; ++l) {
+    EXPECT_EQ(keys.v(l), keys.k(l));
+    for (size_t i = 0; i < n * kRowWidth; ++i) keys.k(l)[i] = static_cast<uint16_t>(l * 977 + i);
+  }
+  EXPECT_EQ(keys.position_bytes(), kLayers * kRowWidth * sizeof(uint16_t));
+  KvShape keys_shape = shape();
+  keys_shape.values_in_keys = true;
+  PrefixCache keys_cache(dir(), keys_shape, kDefaultCacheBytes);
+  const auto t = tokens(n);
+  ASSERT_TRUE(keys_cache.save(t, keys, 0, {}).ok());
+  std::multiset<uint64_t> sizes, want;  // segments of 64 positions and of the rest
+  for (const fs::path& f : files_under(dir())) sizes.insert(fs::file_size(f));
+  for (uint64_t positions : {uint64_t{64}, uint64_t{n - 64}}) {
+    want.insert(72 + positions * (4 + keys.position_bytes()));
+  }
+  EXPECT_EQ(sizes, want);
+  auto stats = cache_stats(dir());
+  ASSERT_TRUE(stats.ok());
+  EXPECT_TRUE(stats->broken.empty()) << stats->broken.front().problem;
+
+  engine::KvCache back(kLayers, kRowWidth, /*values_in_keys=*/true);
+  std::vector<std::string> warnings;
+  EXPECT_EQ(keys_cache.restore(t, back, warnings), n);
+  EXPECT_EQ(rows(back, n), rows(keys, n));
+  EXPECT_TRUE(warnings.empty());
+
+  engine::KvCache both(kLayers, kRowWidth);
+  EXPECT_EQ(cache().restore(t, both, warnings), 0u);
+  EXPECT_EQ(both.size(), 0u);
 }
 
 TEST_F(PrefixCacheTest, FindsTheLongestStoredPrefix) {

@@ -72,6 +72,15 @@ CASES = [
     ("tiny-qwen2moe", "--mix q4_k_m"),
     ("tiny-mixtral", ""),
     ("tiny-mixtral", "--type q4_0"),
+    # deepseek2's latent attention (queries through a low rank, or one
+    # attn_q in the lite form), sigmoid routing with a selection bias,
+    # normalized and scaled, or softmax (lite); shared experts, a leading
+    # dense layer; YaRN with DeepSeek's mscale_all_dim (0.707, as
+    # DeepSeek-V2-Lite; and 1).
+    ("tiny-deepseek2", ""),
+    ("tiny-deepseek2", "--type f16 --lite"),
+    ("tiny-deepseek2", "--lite --rope-scaling yarn:4:512 --yarn-log-mul 0.0707"),
+    ("tiny-deepseek2", "--type q8_0 --rope-scaling yarn:8:256 --yarn-log-mul 0.1"),
 ]
 # A short prompt, and one of 400 byte tokens: positions where the scaled
 # and unscaled angles are far apart.
