@@ -21,7 +21,7 @@
 // (latent attention, shared experts, a leading dense layer; --lite for
 // DeepSeek-V2-Lite's form), qwen2.5-0.5b,
 // llama-3.2-1b, qwen2.5-7b, llama-3.1-8b, qwen3-8b, qwen2.5-14b,
-// qwen3-30b-a3b and gpt-oss-20b (their published hyper-parameters;
+// qwen3-30b-a3b, gpt-oss-20b and deepseek-v2-lite (their published hyper-parameters;
 // llama-3.1-8b without its rope_freqs factors, which change no speed). Weights are uniform with the
 // standard deviation of a 0.02 normal, quantized with quip's reference quantizers (the same bytes
 // as llama.cpp's for the same floats); norms are ones and biases small, both
@@ -143,31 +143,14 @@ constexpr Shape kShapes[] = {
     // heads, queries through rank 32, a latent of 48 plus 16 rotated
     // values; 2 shared experts; layer 0 dense. --lite: DeepSeek-V2-Lite's
     // form (one attn_q, softmax routing, no selection bias or scale).
-    {"tiny-deepseek2",
-     "deepseek2",
-     64,
-     3,
-     8,
-     1,
-     96,
-     512,
-     8192,
-     10000.0f,
-     1e-6f,
-     false,
-     GgmlType::F32,
-     false,
-     16,
-     0,
-     8,
-     2,
-     32,
-     32,
-     48,
-     16,
-     24,
-     2,
-     1},
+    // clang-format off
+    {"tiny-deepseek2", "deepseek2", 64, 3, 8, 1, 96, 512, 8192, 10000.0f, 1e-6f, false,
+     GgmlType::F32, false, 16, 0, 8, 2, 32, 32, 48, 16, 24, 2, 1},
+    // DeepSeek-V2-Lite (15.7B, 2.4B active; its published hyper-parameters
+    // without its YaRN, which changes no speed), in the lite form.
+    {"deepseek-v2-lite", "deepseek2", 2048, 27, 16, 1, 10944, 102400, 163840, 10000.0f, 1e-6f,
+     false, GgmlType::Q4_0, false, 64, 0, 64, 6, 1408, 0, 512, 128, 128, 2, 1},
+    // clang-format on
 };
 
 // What --type or --mix asked for: one type for every matrix, or the mix of
@@ -346,17 +329,18 @@ int write_model(const Shape& s, const Options& options, const std::string& path)
     if (s.arch != "llama") w.set(k::arch_key(arch, "expert_feed_forward_length"), s.n_ff_exp);
     if (s.arch == "qwen2moe") w.set(k::arch_key(arch, "expert_shared_feed_forward_length"), s.n_ff);
   }
+  const bool lite = options.lite || s.q_lora_rank == 0;  // deepseek2's lite form
   if (deepseek) {
     // Lite: softmax, unnormalized, unscaled; otherwise GLM-4.7-Flash's
     // sigmoid, normalized and scaled weights.
     w.set(k::arch_key(arch, "expert_shared_count"), s.n_shared);
     w.set(k::arch_key(arch, "leading_dense_block_count"), s.n_dense_lead);
-    w.set(k::arch_key(arch, "expert_gating_func"), uint32_t{options.lite ? 1u : 2u});
-    w.set(k::arch_key(arch, "expert_weights_norm"), !options.lite);
-    w.set(k::arch_key(arch, "expert_weights_scale"), options.lite ? 1.0f : 2.5f);
+    w.set(k::arch_key(arch, "expert_gating_func"), uint32_t{lite ? 1u : 2u});
+    w.set(k::arch_key(arch, "expert_weights_norm"), !lite);
+    w.set(k::arch_key(arch, "expert_weights_scale"), lite ? 1.0f : 2.5f);
     // (0 in the lite form: llama.cpp needs the key outside its known lite
     // layer counts.)
-    w.set(k::arch_key(arch, "attention.q_lora_rank"), options.lite ? 0u : s.q_lora_rank);
+    w.set(k::arch_key(arch, "attention.q_lora_rank"), lite ? 0u : s.q_lora_rank);
     w.set(k::arch_key(arch, "attention.kv_lora_rank"), s.kv_lora_rank);
     w.set(k::arch_key(arch, k::kKeyLength), s.kv_lora_rank + s.n_rot);
     w.set(k::arch_key(arch, "attention.value_length"), s.kv_lora_rank);
@@ -489,7 +473,7 @@ int write_model(const Shape& s, const Options& options, const std::string& path)
     const uint64_t n_embd = s.n_embd, n_head = s.n_head, rank = s.kv_lora_rank;
     const uint64_t head = uint64_t{s.mla_nope} + s.n_rot;
     ones(b + "attn_norm.weight", n_embd);
-    if (options.lite) {
+    if (lite) {
       matrix(b + "attn_q.weight", l, n_embd, n_head * head);
     } else {
       matrix(b + "attn_q_a.weight", l, n_embd, s.q_lora_rank);
@@ -510,7 +494,7 @@ int write_model(const Shape& s, const Options& options, const std::string& path)
     }
     const uint64_t shared = uint64_t{s.n_ff_exp} * s.n_shared;
     matrix(b + "ffn_gate_inp.weight", l, n_embd, s.n_expert);
-    if (!options.lite) small(b + "exp_probs_b.bias", s.n_expert);
+    if (!lite) small(b + "exp_probs_b.bias", s.n_expert);
     matrix(b + "ffn_gate_exps.weight", l, n_embd, s.n_ff_exp, s.n_expert);
     matrix(b + "ffn_up_exps.weight", l, n_embd, s.n_ff_exp, s.n_expert);
     matrix(b + "ffn_down_exps.weight", l, s.n_ff_exp, n_embd, s.n_expert);
@@ -621,7 +605,7 @@ int usage() {
       "       tiny-exaone4, tiny-exaone4-64, tiny-cohere2, tiny-qwen3moe, tiny-qwen2moe,\n"
       "       tiny-mixtral, tiny-gpt-oss, tiny-deepseek2,\n"
       "       qwen2.5-0.5b, llama-3.2-1b, qwen2.5-7b, llama-3.1-8b, qwen3-8b, qwen2.5-14b,\n"
-      "       qwen3-30b-a3b, gpt-oss-20b\n"
+      "       qwen3-30b-a3b, gpt-oss-20b, deepseek-v2-lite\n"
       "TYPE: f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 iq4_nl mxfp4 q2_k q3_k q4_k q5_k q6_k iq4_xs "
       "(every matrix), q4_k_m q5_k_m (mixes)\n"
       "FTYPE: q4_k_m q5_k_m q6_k iq4_xs mxfp4_moe (llama-quantize's mix of that file type)\n",
