@@ -100,7 +100,8 @@ TEST_P(ReferenceArchs, EqualsTheEngineTokenByToken) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Shared, ReferenceArchs,
-                         ::testing::Values("tiny-gemma2-e96-f16.gguf", "tiny-gemma3-e64-f16.gguf",
+                         ::testing::Values("tiny-deepseek2-e64-f16.gguf",
+                                           "tiny-gemma2-e96-f16.gguf", "tiny-gemma3-e64-f16.gguf",
                                            "tiny-gpt-oss-e64-f16.gguf",
                                            "tiny-qwen3moe-e64-f16.gguf"),
                          reference::ModelTestName());
