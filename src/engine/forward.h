@@ -3,10 +3,12 @@
 // appending to a KV cache. Weights are used in place in the memory map.
 //
 // One generic pass for every architecture (ArchSpec says what differs), as
-// a list of named steps per layer: attention_norm, qkv, rope, attention
-// (over a sliding window where the layer has one), output projection,
-// post-attention norm, residual, ffn_norm, SwiGLU or GeGLU feed-forward,
-// post-FFN norm, residual. The arithmetic follows
+// a list of named steps per layer: attention_norm, qkv, rope (or latent
+// attention's queries and keys), attention (over a sliding window where the
+// layer has one), output projection, post-attention norm, residual,
+// ffn_norm, SwiGLU or GeGLU feed-forward or a mixture of experts, post-FFN
+// norm, residual. The last layer goes on after its attention with the rows
+// whose logits are asked for, as llama.cpp's do. The arithmetic follows
 // llama.cpp's CPU backend (activation formats of the dot products, F16
 // cache, half-precision attention accumulator) so the next-token
 // distributions match its outputs; ReferenceForward is the scalar
