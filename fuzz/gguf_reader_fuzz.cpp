@@ -1,10 +1,13 @@
 // libFuzzer target: GgufFile::parse on arbitrary bytes must return a value or
 // an Error, never crash or read outside the input; a file it accepts must be
-// safe to walk completely, and its vocabulary (if any) safe to load and use.
+// safe to walk completely, to bind as a model or be refused (Model::bind
+// reads every family's keys and checks every tensor's shape), and its
+// vocabulary (if any) safe to load and use.
 #include <cstddef>
 #include <cstdint>
 #include <span>
 
+#include "engine/model.h"
 #include "gguf/reader.h"
 #include "tokenizer/tokenizer.h"
 
@@ -38,6 +41,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     sink = sink + static_cast<uint8_t>(t.data.front()) + static_cast<uint8_t>(t.data.back());
   }
   (void)f->get_uint("general.alignment");
+  if (auto m = quip::engine::Model::bind(*f)) {
+    sink = sink + m->hparams().n_layer + m->layers().size() + m->weight_bytes_per_token();
+  }
 
   // A file that holds a vocabulary must load as one or be refused, never
   // crash; one that loads must tokenize.
