@@ -87,7 +87,9 @@ constexpr ArchSpec kArchs[] = {
      .rope = RopeStyle::NeoX,
      .moe = MoeSpec{.normalize = false, .shared_expert = SharedExpert::Gated}},
     {.name = "deepseek2",
-     .moe = MoeSpec{.from_file = true, .shared_expert = SharedExpert::Counted},
+     .moe = MoeSpec{.from_file = true,
+                    .shared_expert = SharedExpert::Counted,
+                    .reads_fused_gate_up = true},
      .latent_attention = true,
      .nextn = true},
     {.name = "gpt-oss",
@@ -793,10 +795,27 @@ Result<Model> Model::bind(const gguf::GgufFile& f) {
     }
     if (!dense) {
       const uint64_t n_ff_exp = hp.n_ff_exp;
-      for (auto [name, n_in, n_out, out] :
-           {std::tuple{"ffn_gate_exps.weight", n_embd, n_ff_exp, &l.gate_exps},
-            std::tuple{"ffn_up_exps.weight", n_embd, n_ff_exp, &l.up_exps},
-            std::tuple{"ffn_down_exps.weight", n_ff_exp, n_embd, &l.down_exps}}) {
+      // The gate and up of each expert as one matrix (its gate's rows, then
+      // its up's), where the family's loader reads that: split in place.
+      const bool fused_experts =
+          m.moe_.reads_fused_gate_up && f.find_tensor(b + "ffn_gate_up_exps.weight") != nullptr;
+      if (fused_experts) {
+        std::vector<Weight> both;
+        if (auto r = bind_slices(b + "ffn_gate_up_exps.weight", n_embd, 2 * n_ff_exp, hp.n_expert,
+                                 &both);
+            !r) {
+          return r.error();
+        }
+        for (const Weight& w : both) {
+          l.gate_exps.push_back(m.rows_of(w, 0, n_ff_exp));
+          l.up_exps.push_back(m.rows_of(w, n_ff_exp, n_ff_exp));
+        }
+      }
+      for (auto [name, n_in, n_out, read, out] :
+           {std::tuple{"ffn_gate_exps.weight", n_embd, n_ff_exp, !fused_experts, &l.gate_exps},
+            std::tuple{"ffn_up_exps.weight", n_embd, n_ff_exp, !fused_experts, &l.up_exps},
+            std::tuple{"ffn_down_exps.weight", n_ff_exp, n_embd, true, &l.down_exps}}) {
+        if (!read) continue;
         if (auto r = bind_slices(b + name, n_in, n_out, hp.n_expert, out); !r) return r.error();
       }
     }
@@ -822,6 +841,19 @@ Result<Model> Model::bind(const gguf::GgufFile& f) {
     }
   }
   return m;
+}
+
+Weight Model::rows_of(const Weight& w, uint64_t first, uint64_t count) {
+  const uint64_t row_bytes = w.tensor->n_bytes / w.n_out;
+  auto slice = std::make_unique<gguf::TensorInfo>(*w.tensor);
+  slice->shape = {w.n_in, count, 1, 1};
+  slice->n_elements = w.n_in * count;
+  slice->n_bytes = row_bytes * count;
+  slice->offset = w.tensor->offset + first * row_bytes;
+  slice->data = w.tensor->data.subspan(first * row_bytes, count * row_bytes);
+  const Weight rows{slice.get(), w.n_in, count};
+  expert_slices_.push_back(std::move(slice));
+  return rows;
 }
 
 std::vector<float> vector_of(const Weight& w) {

@@ -74,6 +74,10 @@ struct MoeSpec {
   // feed_forward_length wide; dense otherwise.
   bool where_counted = false;
   SharedExpert shared_expert = SharedExpert::None;
+  // deepseek2: each expert's gate and up may be one matrix, its gate's rows
+  // then its up's (ffn_gate_up_exps, which its llama.cpp loader reads
+  // instead of the two where the file has it).
+  bool reads_fused_gate_up = false;
 };
 
 // Sliding-window attention as a family's llama.cpp loader sets it up.
@@ -429,8 +433,11 @@ class Model {
   Hparams hp_;
   Weight token_embd_, output_norm_, output_, output_bias_, rope_freqs_;
   Weight rope_long_, rope_short_;  // LongRoPE's factors
+  // Rows [first, first + count) of `w`, a Weight of their own.
+  Weight rows_of(const Weight& w, uint64_t first, uint64_t count);
   // The 2-D slices of 3-D expert tensors that Layer's expert Weights point
-  // to (stable addresses: the Model moves, the slices do not).
+  // to, and their row ranges (stable addresses: the Model moves, the
+  // slices do not).
   std::vector<std::unique_ptr<gguf::TensorInfo>> expert_slices_;
   std::vector<Layer> layers_;
   bool uses_long_factors(size_t n_ctx) const;
