@@ -19,7 +19,7 @@
 // (llama with experts), tiny-gpt-oss (8 experts, 2 per token; gpt-oss
 // with its biases, sinks, sliding window and YaRN) and tiny-deepseek2
 // (latent attention, shared experts, a leading dense layer; --lite for
-// DeepSeek-V2-Lite's form), qwen2.5-0.5b,
+// DeepSeek-V2-Lite's form, --fuse-gate-up for one ffn_gate_up_exps), qwen2.5-0.5b,
 // llama-3.2-1b, qwen2.5-7b, llama-3.1-8b, qwen3-8b, qwen2.5-14b,
 // qwen3-30b-a3b, gpt-oss-20b and deepseek-v2-lite (their published hyper-parameters;
 // llama-3.1-8b without its rope_freqs factors, which change no speed). Weights are uniform with the
@@ -294,10 +294,11 @@ struct Options {
   WeightTypes weights;
   uint64_t seed = 42;
   std::optional<RopeScaling> rope_scaling;
-  bool fused_qkv = false;  // one attn_qkv per layer instead of attn_q/k/v
-  bool biases = false;     // every bias the family's llama.cpp loader reads
-  bool lite = false;       // deepseek2: DeepSeek-V2-Lite's form
-  uint32_t nextn = 0;      // NextN blocks after the layers (glm4)
+  bool fused_qkv = false;     // one attn_qkv per layer instead of attn_q/k/v
+  bool biases = false;        // every bias the family's llama.cpp loader reads
+  bool lite = false;          // deepseek2: DeepSeek-V2-Lite's form
+  bool fuse_gate_up = false;  // deepseek2: ffn_gate_up_exps for the experts' gate and up
+  uint32_t nextn = 0;         // NextN blocks after the layers (glm4)
   // mistral3's keys: YaRN's log multiplier and beta values, the attention
   // temperature; written where set.
   std::optional<float> yarn_log_mul, yarn_beta_fast, yarn_beta_slow, attn_temperature;
@@ -495,8 +496,12 @@ int write_model(const Shape& s, const Options& options, const std::string& path)
     const uint64_t shared = uint64_t{s.n_ff_exp} * s.n_shared;
     matrix(b + "ffn_gate_inp.weight", l, n_embd, s.n_expert);
     if (!lite) small(b + "exp_probs_b.bias", s.n_expert);
-    matrix(b + "ffn_gate_exps.weight", l, n_embd, s.n_ff_exp, s.n_expert);
-    matrix(b + "ffn_up_exps.weight", l, n_embd, s.n_ff_exp, s.n_expert);
+    if (options.fuse_gate_up) {
+      matrix(b + "ffn_gate_up_exps.weight", l, n_embd, 2 * uint64_t{s.n_ff_exp}, s.n_expert);
+    } else {
+      matrix(b + "ffn_gate_exps.weight", l, n_embd, s.n_ff_exp, s.n_expert);
+      matrix(b + "ffn_up_exps.weight", l, n_embd, s.n_ff_exp, s.n_expert);
+    }
     matrix(b + "ffn_down_exps.weight", l, s.n_ff_exp, n_embd, s.n_expert);
     matrix(b + "ffn_gate_shexp.weight", l, n_embd, shared);
     matrix(b + "ffn_up_shexp.weight", l, n_embd, shared);
@@ -596,7 +601,8 @@ int write_model(const Shape& s, const Options& options, const std::string& path)
 int usage() {
   std::fputs(
       "usage: quip-synth SHAPE OUT.gguf [--type TYPE | --mix FTYPE] [--seed N] [--fused-qkv]\n"
-      "                  [--biases] [--lite] [--nextn N] [--yarn-log-mul X] [--yarn-beta "
+      "                  [--biases] [--lite] [--fuse-gate-up] [--nextn N] [--yarn-log-mul X] "
+      "[--yarn-beta "
       "FAST:SLOW]\n"
       "                  [--attn-temperature SCALE] [--sliding-window N]\n"
       "                  [--rope-scaling linear:FACTOR | yarn:FACTOR[:ORIGINAL_CONTEXT] |\n"
@@ -632,10 +638,12 @@ int main(int argc, char** argv) {
   std::optional<RopeScaling>& rope_scaling = options.rope_scaling;
   for (int i = 3; i < argc; i += 2) {
     const std::string_view flag = argv[i];
-    if (flag == "--fused-qkv" || flag == "--biases" || flag == "--lite") {
-      (flag == "--biases" ? options.biases
-       : flag == "--lite" ? options.lite
-                          : options.fused_qkv) = true;
+    if (flag == "--fused-qkv" || flag == "--biases" || flag == "--lite" ||
+        flag == "--fuse-gate-up") {
+      (flag == "--biases"         ? options.biases
+       : flag == "--lite"         ? options.lite
+       : flag == "--fuse-gate-up" ? options.fuse_gate_up
+                                  : options.fused_qkv) = true;
       --i;  // a flag without a value: one step, not two
       continue;
     }

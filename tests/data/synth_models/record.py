@@ -81,6 +81,8 @@ CASES = [
     ("tiny-deepseek2", "--type f16 --lite"),
     ("tiny-deepseek2", "--lite --rope-scaling yarn:4:512 --yarn-log-mul 0.0707"),
     ("tiny-deepseek2", "--type q8_0 --rope-scaling yarn:8:256 --yarn-log-mul 0.1"),
+    # The experts' gate and up as one ffn_gate_up_exps.
+    ("tiny-deepseek2", "--type f16 --fuse-gate-up"),
 ]
 # A short prompt, and one of 400 byte tokens: positions where the scaled
 # and unscaled angles are far apart.
