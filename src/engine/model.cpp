@@ -683,18 +683,8 @@ Result<Model> Model::bind(const gguf::GgufFile& f) {
                    ", which quip cannot compute with yet"};
     }
     bound.push_back(t);
-    const uint64_t bytes = t->n_bytes / count;
-    for (uint32_t e = 0; e < count; ++e) {
-      auto slice = std::make_unique<gguf::TensorInfo>(*t);
-      slice->n_dims = 2;
-      slice->shape = {n_in, n_out, 1, 1};
-      slice->n_elements = n_in * n_out;
-      slice->n_bytes = bytes;
-      slice->offset = t->offset + e * bytes;
-      slice->data = t->data.subspan(e * bytes, bytes);
-      out->push_back(Weight{slice.get(), n_in, n_out});
-      m.expert_slices_.push_back(std::move(slice));
-    }
+    const Weight all{t, n_in, n_out * count};  // every matrix's rows, one after another
+    for (uint32_t e = 0; e < count; ++e) out->push_back(m.rows_of(all, e * n_out, n_out));
     return {};
   };
   if (m.arch_->output_bias) {
@@ -846,13 +836,14 @@ Result<Model> Model::bind(const gguf::GgufFile& f) {
 Weight Model::rows_of(const Weight& w, uint64_t first, uint64_t count) {
   const uint64_t row_bytes = w.tensor->n_bytes / w.n_out;
   auto slice = std::make_unique<gguf::TensorInfo>(*w.tensor);
+  slice->n_dims = 2;
   slice->shape = {w.n_in, count, 1, 1};
   slice->n_elements = w.n_in * count;
   slice->n_bytes = row_bytes * count;
   slice->offset = w.tensor->offset + first * row_bytes;
   slice->data = w.tensor->data.subspan(first * row_bytes, count * row_bytes);
   const Weight rows{slice.get(), w.n_in, count};
-  expert_slices_.push_back(std::move(slice));
+  slices_.push_back(std::move(slice));
   return rows;
 }
 

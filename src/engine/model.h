@@ -433,12 +433,12 @@ class Model {
   Hparams hp_;
   Weight token_embd_, output_norm_, output_, output_bias_, rope_freqs_;
   Weight rope_long_, rope_short_;  // LongRoPE's factors
-  // Rows [first, first + count) of `w`, a Weight of their own.
+  // Rows [first, first + count) of `w` (rows of a 3-D tensor: all its
+  // matrices' one after another), a 2-D Weight of their own, in place.
   Weight rows_of(const Weight& w, uint64_t first, uint64_t count);
-  // The 2-D slices of 3-D expert tensors that Layer's expert Weights point
-  // to, and their row ranges (stable addresses: the Model moves, the
-  // slices do not).
-  std::vector<std::unique_ptr<gguf::TensorInfo>> expert_slices_;
+  // The slices rows_of made, which Layer's expert and per-head Weights
+  // point to (stable addresses: the Model moves, the slices do not).
+  std::vector<std::unique_ptr<gguf::TensorInfo>> slices_;
   std::vector<Layer> layers_;
   bool uses_long_factors(size_t n_ctx) const;
 };
