@@ -227,6 +227,13 @@ std::string_view rope_scaling_kind(const Summary& s) {
   return rope.freq_scale != 1 || rope.mscale != 1 ? "linear" : "none";
 }
 
+// A number as the text view writes it: %.6g.
+std::string g(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return std::string(buf);
+}
+
 // How a mixture of experts weighs the experts it chooses.
 std::string expert_weights(const engine::MoeSpec& moe) {
   std::string how = moe.gating == engine::Gating::Softmax   ? "softmax over all experts"
@@ -234,9 +241,7 @@ std::string expert_weights(const engine::MoeSpec& moe) {
                                                             : "softmax over the chosen";
   if (moe.normalize) how += ", normalized";
   if (moe.weights_scale != 0 && moe.weights_scale != 1) {
-    char scale[32];
-    std::snprintf(scale, sizeof scale, "%.6g", static_cast<double>(moe.weights_scale));
-    how += ", x " + std::string(scale);
+    how += ", x " + g(moe.weights_scale);
   }
   return how;
 }
@@ -388,11 +393,6 @@ void print_text(const GgufFile& f, const Summary& s, bool list_tensors, std::ost
     row("runs", "no: " + printable(s.not_runnable, 4096));
   } else {
     const engine::Hparams& hp = *s.computed;
-    const auto g = [](double v) {
-      char buf[32];
-      std::snprintf(buf, sizeof buf, "%.6g", v);
-      return std::string(buf);
-    };
     row("runs", "yes");
     if (const std::string_view kind = rope_scaling_kind(s); kind != "none") {
       row("rope scaling",

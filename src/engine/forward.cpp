@@ -369,6 +369,7 @@ void Forward::per_head(const std::vector<Weight>& w, const float* in, size_t in_
       std::copy(from, from + n_in, head_in_.data() + (h * n + t) * n_in);
     }
   }
+  const bool alone = kernels::operand_type(w[0].tensor->type.type) == GgmlType::F32;
   Product products[kMaxProducts];
   for (size_t h0 = 0; h0 < n_head; h0 += kMaxProducts) {
     const size_t count = std::min(kMaxProducts, n_head - h0);
@@ -376,7 +377,6 @@ void Forward::per_head(const std::vector<Weight>& w, const float* in, size_t in_
       const size_t h = h0 + i;
       products[i] = {&w[h], head_out_.data() + h * n * n_out, head_in_.data() + h * n * n_in};
     }
-    const bool alone = kernels::operand_type(w[0].tensor->type.type) == GgmlType::F32;
     multiply(std::span<const Product>(products, count), n_in, n, alone);
   }
   for (size_t h = 0; h < n_head; ++h) {
