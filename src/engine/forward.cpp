@@ -50,7 +50,10 @@ Forward::Forward(const Model& model, const ForwardOptions& options)
       freq_factors_(vector_of(model.rope_factors(options.n_ctx))),
       pairs_at_origin_(model.hparams().pairs_at_origin()),
       cache_(model.hparams().n_layer, model.hparams().n_head_kv * model.hparams().head_dim,
-             /*values_in_keys=*/model.hparams().latent.has_value()),
+             /*values_in_keys=*/model.hparams().latent.has_value(), model.hparams().recurrent,
+             model.hparams().delta_net ? RecurrentShape{model.hparams().delta_net->conv_floats(),
+                                                        model.hparams().delta_net->state_floats()}
+                                       : RecurrentShape{}),
       sliding_table_(hp_.window != 0 && !(hp_.rope_sliding == hp_.rope) ? 1 : 0) {
   for (const Layer& l : model.layers()) layers_.emplace_back(l);
 }
@@ -137,27 +140,33 @@ void Forward::layer(uint32_t il, size_t n, size_t pos0) {
 
   // attention_norm (none in olmo2)
   pre_norm(lv.attn_norm, n);
-  // A batch of 64 tokens or more attends as ggml's tiled kernel does, with
-  // the queries in float (kernels::attends_in_tiles).
-  const bool tiles = llama_cpp_orders_ && kernels::attends_in_tiles(n, hp_.value_dim);
-  if (hp_.latent) {
-    latent_queries_and_keys(il, n, pos0, tiles);
+  if (hp_.is_recurrent(il)) {
+    delta_net(il, n);
   } else {
-    queries_and_keys(il, n, pos0, tiles);
+    // A batch of 64 tokens or more attends as ggml's tiled kernel does,
+    // with the queries in float (kernels::attends_in_tiles).
+    const bool tiles = llama_cpp_orders_ && kernels::attends_in_tiles(n, hp_.value_dim);
+    if (hp_.latent) {
+      latent_queries_and_keys(il, n, pos0, tiles);
+    } else {
+      queries_and_keys(il, n, pos0, tiles);
+    }
+    attend(il, n, pos0, tiles);
+    size_t attn_dim = size_t{hp_.n_head} * hp_.value_dim;
+    if (hp_.latent) {
+      // Each head's output, a mix of latents, to its value (attn_v_b).
+      const size_t width = hp_.latent->mla_value;
+      per_head(l.wv_b, attn_.data(), attn_dim, hp_.value_dim, attn_.data(), hp_.n_head * width,
+               width, n);
+      attn_dim = hp_.n_head * width;
+    }
+    if (m_.arch().query_gate) {
+      for (size_t i = 0; i < n * attn_dim; ++i) attn_[i] *= ops::sigmoid(query_gate_[i]);
+    }
+    // output projection
+    multiply({{&l.wo, h_.data()}}, attn_.data(), attn_dim, n);
+    add_bias(lv.bo, h_.data(), n);
   }
-  attend(il, n, pos0, tiles);
-  size_t attn_dim = size_t{hp_.n_head} * hp_.value_dim;
-  if (hp_.latent) {
-    // Each head's output, a mix of latents, to its value (attn_v_b).
-    const size_t width = hp_.latent->mla_value;
-    per_head(l.wv_b, attn_.data(), attn_dim, hp_.value_dim, attn_.data(), hp_.n_head * width, width,
-             n);
-    attn_dim = hp_.n_head * width;
-  }
-
-  // output projection, residual
-  multiply({{&l.wo, h_.data()}}, attn_.data(), attn_dim, n);
-  add_bias(lv.bo, h_.data(), n);
   if (il + 1 == hp_.n_layer && kept_from_ != 0) {
     // The last layer goes on with the rows whose logits are asked for.
     const size_t from = kept_from_ * n_embd, rows = (n - kept_from_) * n_embd;
@@ -236,6 +245,18 @@ void Forward::queries_and_keys(uint32_t il, size_t n, size_t pos0, bool tiles) {
       std::copy(from, from + q_dim, q_.data() + t * q_dim);
       std::copy(from + q_dim, from + q_dim + kv_dim, k_.data() + t * kv_dim);
       std::copy(from + q_dim + kv_dim, from + row, v_.data() + t * kv_dim);
+    }
+  } else if (m_.arch().query_gate) {
+    // Each head's rows are its query's, then as many of its gate's.
+    fused_.resize(n * 2 * q_dim), query_gate_.resize(n * q_dim);
+    multiply({{&l.wq, fused_.data()}, {&l.wk, k_.data()}, {&l.wv, v_.data()}}, h_.data(), n_embd,
+             n);
+    for (size_t t = 0; t < n; ++t) {
+      for (size_t h = 0; h < hp_.n_head; ++h) {
+        const float* from = fused_.data() + (t * hp_.n_head + h) * 2 * hd;
+        std::copy(from, from + hd, q_.data() + t * q_dim + h * hd);
+        std::copy(from + hd, from + 2 * hd, query_gate_.data() + t * q_dim + h * hd);
+      }
     }
   } else {
     multiply({{&l.wq, q_.data()}, {&l.wk, k_.data()}, {&l.wv, v_.data()}}, h_.data(), n_embd, n);
@@ -351,6 +372,91 @@ void Forward::latent_queries_and_keys(uint32_t il, size_t n, size_t pos0, bool t
       for (size_t i = 0; i < kv_dim; ++i) kc[i] = kernels::f32_to_f16(kv[i]);
     }
   });
+}
+
+// A recurrent layer (Gated DeltaNet) over the n tokens of h_, its output
+// into h_, as llama.cpp's qwen35 graph computes it with the fused
+// ggml_gated_delta_net (the CPU's choice): Q, K and V mixed, the output's
+// gate z, each value head's beta = sigmoid(ssm_beta . x) and decay exp(g),
+// g = softplus(ssm_alpha . x + dt_bias) * a; the mix through the causal
+// convolution (its earlier inputs from the cache), SiLU; Q and K
+// L2-normed per head; the delta rule per value head, token by token, on
+// the head's state in the cache; each head's output RMS-normed by
+// ssm_norm and times SiLU(z); ssm_out.
+void Forward::delta_net(uint32_t il, size_t n) {
+  const Layer& l = m_.layers()[il];
+  const LayerVectors& lv = layers_[il];
+  const Hparams::DeltaNet& dn = *hp_.delta_net;
+  const size_t n_embd = hp_.n_embd, d = dn.head_dim, channels = dn.conv_dim();
+  const size_t key_dim = dn.key_dim(), value_dim = dn.value_dim(), n_v = dn.n_v_heads;
+  const size_t taps = dn.conv_kernel, kept = taps - 1;
+  dn_mixed_.resize(n * channels), dn_conv_.resize(n * channels), dn_z_.resize(n * value_dim);
+  dn_out_.resize(n * value_dim), dn_beta_.resize(n * n_v), dn_decay_.resize(n * n_v);
+  multiply({{&l.ssm_qkv, dn_mixed_.data()},
+            {&l.ssm_z, dn_z_.data()},
+            {&l.ssm_beta, dn_beta_.data()},
+            {&l.ssm_alpha, dn_decay_.data()}},
+           h_.data(), n_embd, n);
+  for (size_t t = 0; t < n; ++t) {
+    for (size_t h = 0; h < n_v; ++h) {
+      float& beta = dn_beta_[t * n_v + h];
+      beta = ops::sigmoid(beta);
+      float& decay = dn_decay_[t * n_v + h];
+      decay = std::exp(ops::softplus(decay + lv.ssm_dt[h]) * lv.ssm_a[h]);
+    }
+  }
+
+  // The convolution, channel by channel: each sees its kept inputs (the
+  // cache's), then the batch's; the last kept of those stay for the next.
+  float* conv_state = cache_.conv(il);
+  pool_->parallel_for(channels, [&](size_t begin, size_t end) {
+    std::vector<float> inputs(kept + n);
+    for (size_t c = begin; c < end; ++c) {
+      float* state = conv_state + c * kept;
+      std::copy(state, state + kept, inputs.begin());
+      for (size_t t = 0; t < n; ++t) inputs[kept + t] = dn_mixed_[t * channels + c];
+      const float* w = lv.ssm_conv.data() + c * taps;
+      for (size_t t = 0; t < n; ++t) {
+        dn_conv_[t * channels + c] = ops::conv_step(inputs.data() + t, w, taps);
+      }
+      std::copy(inputs.begin() + static_cast<long>(n), inputs.end(), state);
+    }
+  });
+  pool_->parallel_for(n, [&](size_t begin, size_t end) {
+    for (size_t t = begin; t < end; ++t) {
+      float* row = dn_conv_.data() + t * channels;
+      ops::silu_row(row, row, channels);
+      for (size_t h = 0; h < 2 * dn.n_k_heads; ++h) ops::l2_norm(row + h * d, d, hp_.rms_eps);
+    }
+  });
+
+  // The delta rule: each value head's tokens in order, on its state.
+  float* states = cache_.state(il);
+  pool_->parallel_for(n_v, [&](size_t begin, size_t end) {
+    std::vector<float> delta(d);
+    for (size_t h = begin; h < end; ++h) {
+      const size_t kh = h % dn.n_k_heads;
+      for (size_t t = 0; t < n; ++t) {
+        const float* row = dn_conv_.data() + t * channels;
+        ops::delta_rule_step(states + h * d * d, d, row + kh * d, row + key_dim + kh * d,
+                             row + 2 * key_dim + h * d, dn_decay_[t * n_v + h],
+                             dn_beta_[t * n_v + h], dn_out_.data() + t * value_dim + h * d,
+                             delta.data());
+      }
+    }
+  });
+
+  // Each head's output normed, times SiLU(z), then ssm_out.
+  pool_->parallel_for(n * n_v, [&](size_t begin, size_t end) {
+    for (size_t item = begin; item < end; ++item) {
+      float* out = dn_out_.data() + item * d;
+      float* z = dn_z_.data() + item * d;
+      ops::rms_norm(out, lv.ssm_norm.data(), out, d, hp_.rms_eps);
+      ops::silu_row(z, z, d);
+      for (size_t i = 0; i < d; ++i) out[i] *= z[i];
+    }
+  });
+  multiply({{&l.ssm_out, h_.data()}}, dn_out_.data(), value_dim, n);
 }
 
 // For each head h of the n tokens: its in_width values at in + t * in_row +
@@ -552,7 +658,8 @@ void Forward::shared_expert(const Layer& l, size_t n) {
   });
   multiply({{&l.down_shexp, shared_.data()}}, gate_.data(), n_ff, n);
   for (size_t t = 0; t < n && gated; ++t) {
-    const float gate = ops::shared_expert_gate(gate_logit[t]);
+    const float gate = m_.moe()->plain_sigmoid_gate ? ops::sigmoid(gate_logit[t])
+                                                    : ops::shared_expert_gate(gate_logit[t]);
     float* row = shared_.data() + t * n_embd;
     for (size_t i = 0; i < n_embd; ++i) row[i] *= gate;
   }

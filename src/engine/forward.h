@@ -7,8 +7,9 @@
 // attention's queries and keys), attention (over a sliding window where the
 // layer has one), output projection, post-attention norm, residual,
 // ffn_norm, SwiGLU or GeGLU feed-forward or a mixture of experts, post-FFN
-// norm, residual. The last layer goes on after its attention with the rows
-// whose logits are asked for, as llama.cpp's do. The arithmetic follows
+// norm, residual. A recurrent layer (Gated DeltaNet) takes attention's
+// place where the model has them, its state carried in the KvCache. The last layer goes on after
+// its attention with the rows whose logits are asked for, as llama.cpp's do. The arithmetic follows
 // llama.cpp's CPU backend (activation formats of the dot products, F16
 // cache, half-precision attention accumulator) so the next-token
 // distributions match its outputs; ReferenceForward is the scalar
@@ -91,6 +92,7 @@ class Forward {
   void queries_and_keys(uint32_t il, size_t n, size_t pos0, bool tiles);
   void latent_queries_and_keys(uint32_t il, size_t n, size_t pos0, bool tiles);
   void attend(uint32_t il, size_t n, size_t pos0, bool tiles);
+  void delta_net(uint32_t il, size_t n);
   void per_head(const std::vector<Weight>& w, const float* in, size_t in_row, size_t in_width,
                 float* out, size_t out_row, size_t out_width, size_t n);
   void moe_ffn(const Layer& l, const LayerVectors& lv, size_t n);
@@ -137,6 +139,12 @@ class Forward {
   // Latent attention: the projected queries (batch, n_head * mla_key), their
   // low rank (batch, q_lora_rank); per_head's inputs and outputs, head by head.
   std::vector<float> latent_q_, low_rank_, head_in_, head_out_;
+  // A query gate (ArchSpec::query_gate): (batch, n_head * head_dim).
+  std::vector<float> query_gate_;
+  // Gated DeltaNet: Q, K and V mixed (batch, conv_dim), convolved; the
+  // output's gate z and the heads' outputs (batch, value_dim); each value
+  // head's beta and decay (batch, n_v_heads).
+  std::vector<float> dn_mixed_, dn_conv_, dn_z_, dn_out_, dn_beta_, dn_decay_;
   // (batch, n_rot / 2) per rotation: [0] the global layers', [sliding_table_]
   // the sliding layers' (1 where they rotate otherwise, else 0).
   std::vector<float> cos_[2], sin_[2];

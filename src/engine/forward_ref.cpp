@@ -559,8 +559,10 @@ std::span<const float> ReferenceForward::step(int32_t token) {
         const std::vector<float> up = matvec(l.up_shexp, h);
         for (size_t i = 0; i < gate.size(); ++i) gate[i] = silu(gate[i]) * up[i];
         const std::vector<float> shared = matvec(l.down_shexp, gate);
-        const float factor =
-            l.shexp_gate ? ops::shared_expert_gate(matvec(l.shexp_gate, h)[0]) : 1.0f;
+        const float logit = l.shexp_gate ? matvec(l.shexp_gate, h)[0] : 0.0f;
+        const float factor = !l.shexp_gate             ? 1.0f
+                             : spec.plain_sigmoid_gate ? ops::sigmoid(logit)
+                                                       : ops::shared_expert_gate(logit);
         for (size_t i = 0; i < out.size(); ++i) out[i] += shared[i] * factor;
       }
       add_branch(std::move(out), lv.post_ffn_norm);

@@ -62,7 +62,10 @@ Generation generate(Forward& fwd, std::span<const int32_t> prompt, const Generat
     g.evaluated_tokens += n;
   }
   g.prompt_ms = ms_since(start);
-  if (options.keep_prompt_logits) g.prompt_logits.assign(logits.begin(), logits.end());
+  if (options.keep_prompt_logits) {
+    g.prompt_logits.assign(logits.begin(), logits.end());
+    fwd.cache().save_state(g.prompt_state);
+  }
 
   const auto gen_start = std::chrono::steady_clock::now();
   std::vector<int32_t> history(prompt.begin(), prompt.end());

@@ -29,7 +29,8 @@ struct GenerateOptions {
   // that token is evaluated again.
   std::span<const float> prompt_logits;
   // Copy the logits after the prompt into Generation::prompt_logits (for a
-  // cache to keep).
+  // cache to keep), and with recurrent layers their state there into
+  // Generation::prompt_state.
   bool keep_prompt_logits = false;
 };
 
@@ -52,17 +53,22 @@ struct Generation {
   size_t cached_tokens = 0;     // prompt tokens the cache held already
   size_t evaluated_tokens = 0;  // prompt tokens the forward pass computed
   double prompt_ms = 0, generation_ms = 0;
-  // With keep_prompt_logits: the logits after the prompt (n_vocab floats);
-  // empty when the prompt was stopped before its end.
+  // With keep_prompt_logits: the logits after the prompt (n_vocab floats),
+  // and the recurrent layers' state there (KvCache::save_state; empty
+  // without recurrent layers); empty when the prompt was stopped before
+  // its end.
   std::vector<float> prompt_logits;
+  std::vector<uint8_t> prompt_state;
 };
 
 // Evaluates the prompt tokens beyond what `fwd` already holds (a cache that
 // holds the whole prompt uses options.prompt_logits, or without them has its
-// last position evaluated again for the logits), then generates. on_token(id) is called for each
+// last position evaluated again for the logits, which a cache with
+// recurrent layers cannot), then generates. on_token(id) is called for each
 // answer token as it is drawn; returning false stops generation, as does keep_going returning false
 // during the prompt (StopReason::Caller either way). PRECONDITIONS: the cache holds a prefix of
-// `prompt`; prompt is not empty and shorter than options.n_ctx; options.sampler is valid.
+// `prompt` (with recurrent layers, all of it only with options.prompt_logits); prompt is not
+// empty and shorter than options.n_ctx; options.sampler is valid.
 Generation generate(Forward& fwd, std::span<const int32_t> prompt, const GenerateOptions& options,
                     const std::function<bool(int32_t)>& on_token);
 

@@ -1,5 +1,6 @@
 #include "engine/kv_cache.h"
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 
@@ -7,17 +8,72 @@
 
 namespace quip::engine {
 
+KvCache::KvCache(uint32_t n_layer, uint32_t row_width, bool values_in_keys,
+                 std::vector<uint8_t> recurrent, RecurrentShape shape)
+    : row_width_(row_width),
+      values_in_keys_(values_in_keys),
+      k_(n_layer),
+      v_(values_in_keys ? 0 : n_layer),
+      recurrent_(std::move(recurrent)),
+      conv_(n_layer),
+      state_(n_layer) {
+  CHECK(recurrent_.empty() || recurrent_.size() == n_layer);
+  for (uint32_t l = 0; l < recurrent_.size(); ++l) {
+    if (recurrent_[l] == 0) continue;
+    ++n_recurrent_;
+    conv_[l].assign(shape.conv_floats, 0.0f);
+    state_[l].assign(shape.state_floats, 0.0f);
+  }
+}
+
 void KvCache::reserve(size_t n_pos) {
   if (n_pos <= capacity_) return;
   for (auto* side : {&k_, &v_}) {
-    for (auto& rows : *side) rows.resize(n_pos * row_width_);
+    for (size_t l = 0; l < side->size(); ++l) {
+      if (recurrent_.empty() || recurrent_[l] == 0) (*side)[l].resize(n_pos * row_width_);
+    }
   }
   capacity_ = n_pos;
 }
 
 void KvCache::truncate(size_t n_pos) {
   CHECK(n_pos <= size_);
+  if (n_pos == size_) return;
+  CHECK(n_recurrent_ == 0 || n_pos == 0);
+  for (auto* floats : {&conv_, &state_}) {
+    for (auto& layer : *floats) std::fill(layer.begin(), layer.end(), 0.0f);
+  }
   size_ = n_pos;
+}
+
+size_t KvCache::state_bytes() const {
+  size_t floats = 0;
+  for (size_t l = 0; l < conv_.size(); ++l) floats += conv_[l].size() + state_[l].size();
+  return floats * sizeof(float);
+}
+
+void KvCache::save_state(std::vector<uint8_t>& out) const {
+  for (size_t l = 0; l < conv_.size(); ++l) {
+    for (const auto* floats : {&conv_[l], &state_[l]}) {
+      const auto* p = reinterpret_cast<const uint8_t*>(floats->data());
+      out.insert(out.end(), p, p + floats->size() * sizeof(float));
+    }
+  }
+}
+
+Result<void> KvCache::restore_state(std::span<const uint8_t> bytes) {
+  if (bytes.size() != state_bytes()) {
+    return Error{"a recurrent state of " + std::to_string(bytes.size()) + " bytes, expected " +
+                 std::to_string(state_bytes())};
+  }
+  const uint8_t* p = bytes.data();
+  for (size_t l = 0; l < conv_.size(); ++l) {
+    for (auto* floats : {&conv_[l], &state_[l]}) {
+      std::memcpy(floats->data(), p, floats->size() * sizeof(float));
+      p += floats->size() * sizeof(float);
+    }
+  }
+  return {};
 }
 
 void KvCache::grow_to(size_t n_pos) {
@@ -29,6 +85,7 @@ void KvCache::save(size_t begin, size_t end, std::vector<uint8_t>& out) const {
   CHECK(begin <= end && end <= size_);
   const size_t bytes = (end - begin) * row_width_ * sizeof(uint16_t);
   for (size_t l = 0; l < k_.size(); ++l) {
+    if (!recurrent_.empty() && recurrent_[l] != 0) continue;
     for (const auto* side : {&k_, &v_}) {
       if (side->empty()) continue;
       const auto* p = reinterpret_cast<const uint8_t*>((*side)[l].data() + begin * row_width_);
@@ -47,6 +104,7 @@ Result<void> KvCache::restore(std::span<const uint8_t> bytes, size_t n_pos) {
   const size_t side_bytes = n_pos * row_width_ * sizeof(uint16_t);
   const uint8_t* p = bytes.data();
   for (size_t l = 0; l < k_.size(); ++l) {
+    if (!recurrent_.empty() && recurrent_[l] != 0) continue;
     for (auto* side : {&k_, &v_}) {
       if (side->empty()) continue;
       std::memcpy((*side)[l].data() + size_ * row_width_, p, side_bytes);

@@ -109,6 +109,23 @@ constexpr ArchSpec kArchs[] = {
      .rope = RopeStyle::NeoX,
      .qk_norm = true,
      .rope_sections = ArchSpec::Sections::Required},
+    {.name = "qwen35",
+     .rope = RopeStyle::NeoX,
+     .qk_norm = true,
+     .ffn_norm = "post_attention_norm.weight",
+     .nextn = true,
+     .rope_sections = ArchSpec::Sections::Required,
+     .delta_net = true,
+     .query_gate = true},
+    {.name = "qwen35moe",
+     .rope = RopeStyle::NeoX,
+     .qk_norm = true,
+     .moe = MoeSpec{.shared_expert = SharedExpert::Gated, .plain_sigmoid_gate = true},
+     .ffn_norm = "post_attention_norm.weight",
+     .nextn = true,
+     .rope_sections = ArchSpec::Sections::Required,
+     .delta_net = true,
+     .query_gate = true},
 };
 
 // Whether tensor `name` belongs to a NextN block (blk.N. with N at or past
@@ -380,6 +397,63 @@ Result<void> read_attention_keys(const gguf::GgufFile& f, const ArchSpec& spec,
   return {};
 }
 
+// Gated DeltaNet's keys (ArchSpec::delta_net) into hp.delta_net, and which
+// layers are recurrent: attention.recurrent_layers (a bool per block)
+// where the file has it, else all but every full_attention_interval-th (4
+// without the key), as llama.cpp's qwen35 loaders read them. Its fused
+// kernel needs the key and value heads of one size (inner_size is
+// state_size times time_step_rank); sizes beyond any published model's
+// are refused before they size the state.
+Result<void> read_delta_net_keys(const gguf::GgufFile& f, const ArchSpec& spec,
+                                 const std::string& prefix, Hparams& hp) {
+  const auto key = [&](std::string_view suffix) { return gguf::keys::arch_key(spec.name, suffix); };
+  uint32_t values[5] = {};
+  const char* names[5] = {"ssm.conv_kernel", "ssm.inner_size", "ssm.state_size",
+                          "ssm.time_step_rank", "ssm.group_count"};
+  for (size_t i = 0; i < 5; ++i) {
+    auto v = f.get<uint32_t>(key(names[i]));
+    if (!v) return v.error();
+    values[i] = *v;
+  }
+  Hparams::DeltaNet dn{.conv_kernel = values[0],
+                       .head_dim = values[2],
+                       .n_k_heads = values[4],
+                       .n_v_heads = values[3]};
+  constexpr uint32_t kMaxConv = 64, kMaxHead = 1024, kMaxHeads = 1024;
+  if (dn.conv_kernel == 0 || dn.conv_kernel > kMaxConv || dn.head_dim == 0 ||
+      dn.head_dim > kMaxHead || dn.n_k_heads == 0 || dn.n_v_heads == 0 ||
+      dn.n_v_heads > kMaxHeads || dn.n_v_heads % dn.n_k_heads != 0 ||
+      uint64_t{values[1]} != uint64_t{dn.head_dim} * dn.n_v_heads) {
+    return Error{prefix + "Gated DeltaNet of " + std::to_string(dn.n_v_heads) + " value heads (" +
+                 key("ssm.time_step_rank") + "), " + std::to_string(dn.n_k_heads) + " key heads (" +
+                 key("ssm.group_count") + "), heads of " + std::to_string(dn.head_dim) + " (" +
+                 key("ssm.state_size") + "), " + key("ssm.inner_size") + " " +
+                 std::to_string(values[1]) + " and " + std::to_string(dn.conv_kernel) + " taps (" +
+                 key("ssm.conv_kernel") +
+                 "): not supported (value heads a multiple of the key heads, inner_size their " +
+                 "count times their size, heads of at most " + std::to_string(kMaxHead) +
+                 ", at most " + std::to_string(kMaxConv) + " taps)"};
+  }
+  hp.delta_net = dn;
+  hp.recurrent.assign(hp.n_layer, 0);
+  if (const gguf::Value* v = f.find(key("attention.recurrent_layers")); v != nullptr) {
+    const auto* array = std::get_if<gguf::ArrayView>(v);
+    if (array == nullptr || array->elem_type != gguf::ValueType::Bool ||
+        array->length != hp.n_block) {
+      return Error{prefix + "key '" + key("attention.recurrent_layers") +
+                   "' is not one bool per block (" + std::to_string(hp.n_block) + ")"};
+    }
+    for (uint32_t i = 0; i < hp.n_layer; ++i) hp.recurrent[i] = array->at<bool>(i) ? 1 : 0;
+    return {};
+  }
+  auto interval = f.get_optional<uint32_t>(key("full_attention_interval"));
+  if (!interval) return interval.error();
+  const uint32_t every = interval->value_or(4);
+  if (every == 0) return Error{prefix + key("full_attention_interval") + " must not be 0"};
+  for (uint32_t i = 0; i < hp.n_layer; ++i) hp.recurrent[i] = (i + 1) % every != 0 ? 1 : 0;
+  return {};
+}
+
 // MoeSpec::from_file's keys (deepseek2), as its llama.cpp loader reads
 // them: the gating function (1 softmax, 2 sigmoid, 3 a softmax over the
 // chosen logits; without it, softmax, but sigmoid in GLM-4.7-Flash's
@@ -462,8 +536,8 @@ Result<Model> Model::bind(const gguf::GgufFile& f) {
     return Error{
         prefix + "architecture '" + printable(*arch) +
         "' is not supported (quip runs llama, qwen2, qwen3, gemma2, gemma3, phi3, olmo2, granite, "
-        "smollm3, mistral3, glm4, qwen3vl, exaone4, cohere2, qwen3moe, qwen2moe, gpt-oss and "
-        "deepseek2)"};
+        "smollm3, mistral3, glm4, qwen3vl, exaone4, cohere2, qwen3moe, qwen2moe, gpt-oss, "
+        "deepseek2, qwen35 and qwen35moe)"};
   }
   const auto key = [&](std::string_view suffix) { return k::arch_key(*arch, suffix); };
   const auto u32 = [&](std::string_view suffix, uint32_t* out,
@@ -585,6 +659,9 @@ Result<Model> Model::bind(const gguf::GgufFile& f) {
     hp.rope.base = **v;
   }
   if (auto r = read_attention_keys(f, *m.arch_, prefix, hp); !r) return r.error();
+  if (m.arch_->delta_net) {
+    if (auto r = read_delta_net_keys(f, *m.arch_, prefix, hp); !r) return r.error();
+  }
   if (m.arch_->scales) {
     float logit_scale = 0;
     // Granite: the logit scale is required, the others optional (as llama.cpp).
@@ -701,7 +778,7 @@ Result<Model> Model::bind(const gguf::GgufFile& f) {
   for (uint32_t i = 0; i < hp.n_layer; ++i) {
     Layer& l = m.layers_[i];
     const std::string b = "blk." + std::to_string(i) + ".";
-    const bool norm = m.arch_->qk_norm, dense = hp.n_expert == 0 || i < hp.n_dense_lead;
+    const bool dense = hp.n_expert == 0 || i < hp.n_dense_lead;
     const bool biases = m.arch_->projection_biases && hp.n_expert == 0;
     const bool moe_biases = !dense && m.moe_.biases, sinks = m.arch_->sinks;
     const SharedExpert shared_kind = dense ? SharedExpert::None : m.moe_.shared_expert;
@@ -715,9 +792,17 @@ Result<Model> Model::bind(const gguf::GgufFile& f) {
     const bool low_rank_q = latent && mla.q_lora_rank != 0;
     const uint64_t mla_q_dim = uint64_t{hp.n_head} * mla.mla_key;
     const uint64_t attn_out_dim = latent ? uint64_t{hp.n_head} * mla.mla_value : q_dim;
-    // Q, K and V fused or apart, in any family, as llama.cpp's loaders.
-    const bool fused_qkv = f.find_tensor(b + "attn_qkv.weight") != nullptr;
-    const bool apart = !fused_qkv && !latent;
+    // A recurrent layer (Gated DeltaNet) in place of attention.
+    const bool recurrent = hp.is_recurrent(i), attends = !recurrent;
+    const Hparams::DeltaNet dn = hp.delta_net.value_or(Hparams::DeltaNet{});
+    // Q, K and V fused or apart, in any family, as llama.cpp's loaders
+    // (whose graphs with a query gate read them apart, without biases).
+    const bool query_gate = m.arch_->query_gate;
+    const bool fused_qkv =
+        attends && !query_gate && f.find_tensor(b + "attn_qkv.weight") != nullptr;
+    const bool apart = !fused_qkv && !latent && attends;
+    const bool qkv_biases = apart && !query_gate;
+    const uint64_t q_rows = query_gate ? 2 * q_dim : q_dim;  // with the gate's rows
     const bool fused_up = m.arch_->fused_gate_up;
     const bool pre = m.arch_->pre_norms, post = m.arch_->post_norms;
     const bool parallel = m.arch_->parallel_block;  // one norm for both branches
@@ -725,16 +810,18 @@ Result<Model> Model::bind(const gguf::GgufFile& f) {
     const bool whole = m.arch_->qk_norm_whole;
     const uint64_t q_norm_width = whole ? q_dim : hp.head_dim;
     const uint64_t k_norm_width = whole ? kv_dim : hp.head_dim;
+    const bool norm = m.arch_->qk_norm && attends;
     const uint64_t n_embd = hp.n_embd, n_ff = hp.n_ff, qkv_dim = q_dim + 2 * kv_dim;
+    const uint64_t n_v_heads = dn.n_v_heads, value_dim = dn.value_dim();
     // name, n_in, n_out, whether it is read, whether it is required, where it goes
     for (auto [name, n_in, n_out, read, required, out] :
          {std::tuple{"attn_norm.weight", n_embd, uint64_t{1}, pre, true, &l.attn_norm},
-          std::tuple{"attn_q.weight", n_embd, q_dim, apart, true, &l.wq},
+          std::tuple{"attn_q.weight", n_embd, q_rows, apart, true, &l.wq},
           std::tuple{"attn_k.weight", n_embd, kv_dim, apart, true, &l.wk},
           std::tuple{"attn_v.weight", n_embd, kv_dim, apart, true, &l.wv},
-          std::tuple{"attn_q.bias", q_dim, uint64_t{1}, apart, false, &l.bq},
-          std::tuple{"attn_k.bias", kv_dim, uint64_t{1}, apart, false, &l.bk},
-          std::tuple{"attn_v.bias", kv_dim, uint64_t{1}, apart, false, &l.bv},
+          std::tuple{"attn_q.bias", q_dim, uint64_t{1}, qkv_biases, false, &l.bq},
+          std::tuple{"attn_k.bias", kv_dim, uint64_t{1}, qkv_biases, false, &l.bk},
+          std::tuple{"attn_v.bias", kv_dim, uint64_t{1}, qkv_biases, false, &l.bv},
           std::tuple{"attn_qkv.weight", n_embd, qkv_dim, fused_qkv, true, &l.wqkv},
           std::tuple{"attn_qkv.bias", qkv_dim, uint64_t{1}, fused_qkv, false, &l.bqkv},
           std::tuple{"attn_q_a.weight", n_embd, uint64_t{mla.q_lora_rank}, low_rank_q, true,
@@ -748,10 +835,23 @@ Result<Model> Model::bind(const gguf::GgufFile& f) {
                      true, &l.wkv_a},
           std::tuple{"attn_kv_a_norm.weight", uint64_t{mla.kv_lora_rank}, uint64_t{1}, latent, true,
                      &l.kv_a_norm},
-          std::tuple{"attn_output.weight", attn_out_dim, n_embd, true, true, &l.wo},
-          std::tuple{"attn_output.bias", n_embd, uint64_t{1}, biases || moe_biases, moe_biases,
-                     &l.bo},
-          std::tuple{"attn_sinks.weight", uint64_t{hp.n_head}, uint64_t{1}, sinks, true, &l.sinks},
+          std::tuple{"attn_output.weight", attn_out_dim, n_embd, attends, true, &l.wo},
+          std::tuple{"attn_output.bias", n_embd, uint64_t{1}, attends && (biases || moe_biases),
+                     moe_biases, &l.bo},
+          std::tuple{"attn_qkv.weight", n_embd, uint64_t{dn.conv_dim()}, recurrent, true,
+                     &l.ssm_qkv},
+          std::tuple{"attn_gate.weight", n_embd, value_dim, recurrent, true, &l.ssm_z},
+          std::tuple{"ssm_conv1d.weight", uint64_t{dn.conv_kernel}, uint64_t{dn.conv_dim()},
+                     recurrent, true, &l.ssm_conv},
+          std::tuple{"ssm_dt.bias", n_v_heads, uint64_t{1}, recurrent, true, &l.ssm_dt},
+          std::tuple{"ssm_a", n_v_heads, uint64_t{1}, recurrent, true, &l.ssm_a},
+          std::tuple{"ssm_beta.weight", n_embd, n_v_heads, recurrent, true, &l.ssm_beta},
+          std::tuple{"ssm_alpha.weight", n_embd, n_v_heads, recurrent, true, &l.ssm_alpha},
+          std::tuple{"ssm_norm.weight", uint64_t{dn.head_dim}, uint64_t{1}, recurrent, true,
+                     &l.ssm_norm},
+          std::tuple{"ssm_out.weight", value_dim, n_embd, recurrent, true, &l.ssm_out},
+          std::tuple{"attn_sinks.weight", uint64_t{hp.n_head}, uint64_t{1}, sinks && attends, true,
+                     &l.sinks},
           std::tuple{"attn_q_norm.weight", q_norm_width, uint64_t{1}, norm, true, &l.q_norm},
           std::tuple{"attn_k_norm.weight", k_norm_width, uint64_t{1}, norm, true, &l.k_norm},
           std::tuple{m.arch_->ffn_norm, n_embd, uint64_t{1}, pre && !parallel, true, &l.ffn_norm},
@@ -876,6 +976,10 @@ LayerVectors::LayerVectors(const Layer& l)
       exp_probs_b(vector_of(l.exp_probs_b)),
       q_a_norm(vector_of(l.q_a_norm)),
       kv_a_norm(vector_of(l.kv_a_norm)),
+      ssm_conv(vector_of(l.ssm_conv)),
+      ssm_dt(vector_of(l.ssm_dt)),
+      ssm_a(vector_of(l.ssm_a)),
+      ssm_norm(vector_of(l.ssm_norm)),
       gate_exps_bias(vector_of(l.gate_exps_bias)),
       up_exps_bias(vector_of(l.up_exps_bias)),
       down_exps_bias(vector_of(l.down_exps_bias)) {

@@ -74,6 +74,9 @@ struct MoeSpec {
   // feed_forward_length wide; dense otherwise.
   bool where_counted = false;
   SharedExpert shared_expert = SharedExpert::None;
+  // A gated shared expert's sigmoid as ggml_sigmoid computes it (qwen35moe),
+  // rather than qwen2moe's silu(x) / x (ops::shared_expert_gate).
+  bool plain_sigmoid_gate = false;
   // deepseek2: each expert's gate and up may be one matrix, its gate's rows
   // then its up's (ffn_gate_up_exps, which its llama.cpp loader reads
   // instead of the two where the file has it).
@@ -187,6 +190,13 @@ struct ArchSpec {
   // rotation is then NeoX's (quip reads text only).
   enum class Sections { Unread, RefusedWhereSet, Required };
   Sections rope_sections = Sections::Unread;
+  // qwen35, qwen35moe: Gated DeltaNet layers (Yang et al. 2024) between the
+  // full-attention ones (Hparams::delta_net, Layer's ssm_ weights), and
+  // an output gate in each attention layer's queries: attn_q gives per head
+  // its query, then as many gate values; the attention's output times
+  // their sigmoid.
+  bool delta_net = false;
+  bool query_gate = false;
 };
 
 // The spec of `arch`, or nullptr for an architecture quip does not run.
@@ -225,15 +235,22 @@ struct Layer {
   // (attn_k_b) and from the latent to the head's value (attn_v_b).
   Weight wq_a, q_a_norm, wq_b, wkv_a, kv_a_norm;
   std::vector<Weight> wk_b, wv_b;
+  // Gated DeltaNet, in a recurrent layer (Hparams::recurrent): Q, K and V
+  // mixed (attn_qkv) and the output's gate z (attn_gate); the causal
+  // convolution's taps per channel (ssm_conv1d); each value head's beta
+  // (ssm_beta) and decay (ssm_alpha, ssm_dt.bias, ssm_a); the output's
+  // norm (ssm_norm, one head wide) and projection (ssm_out).
+  Weight ssm_qkv, ssm_z, ssm_conv, ssm_beta, ssm_alpha, ssm_dt, ssm_a, ssm_norm, ssm_out;
 
   // What a token's step reads besides the experts: the matrices it
   // multiplies by, and the vectors (norms, biases); absent ones included.
   // (The per-head wk_b and wv_b are not among them.)
-  std::array<const Weight*, 16> matrices() const {
-    return {&wq,     &wk,         &wv,       &wqkv,       &wo,         &w_gate, &w_up, &w_down,
-            &router, &gate_shexp, &up_shexp, &down_shexp, &shexp_gate, &wq_a,   &wq_b, &wkv_a};
+  std::array<const Weight*, 21> matrices() const {
+    return {&wq,     &wk,     &wv,         &wqkv,     &wo,         &w_gate,     &w_up,
+            &w_down, &router, &gate_shexp, &up_shexp, &down_shexp, &shexp_gate, &wq_a,
+            &wq_b,   &wkv_a,  &ssm_qkv,    &ssm_z,    &ssm_beta,   &ssm_alpha,  &ssm_out};
   }
-  std::array<const Weight*, 22> vectors() const {
+  std::array<const Weight*, 26> vectors() const {
     return {&attn_norm,
             &q_norm,
             &k_norm,
@@ -255,7 +272,11 @@ struct Layer {
             &down_exps_bias,
             &exp_probs_b,
             &q_a_norm,
-            &kv_a_norm};
+            &kv_a_norm,
+            &ssm_conv,
+            &ssm_dt,
+            &ssm_a,
+            &ssm_norm};
   }
 };
 
@@ -269,6 +290,9 @@ struct LayerVectors {
   std::vector<float> attn_norm, bq, bk, bv, q_norm, k_norm, bo;
   std::vector<float> ffn_norm, b_gate, b_up, b_down, post_attn_norm, post_ffn_norm;
   std::vector<float> sinks, router_bias, exp_probs_b, q_a_norm, kv_a_norm;
+  // Gated DeltaNet: the convolution's taps (conv_kernel per channel), the
+  // decay's bias and scale, the output's norm.
+  std::vector<float> ssm_conv, ssm_dt, ssm_a, ssm_norm;
   // The experts' biases, expert e's row at e * its width; empty without.
   std::vector<float> gate_exps_bias, up_exps_bias, down_exps_bias;
   explicit LayerVectors(const Layer& l);
@@ -310,6 +334,25 @@ struct Hparams {
     uint32_t q_lora_rank = 0, kv_lora_rank = 0, mla_key = 0, mla_value = 0;
   };
   std::optional<Latent> latent;
+  // Gated DeltaNet (ArchSpec::delta_net), in the layers marked recurrent:
+  // n_v_heads value heads of head_dim, each with a state of head_dim x
+  // head_dim; n_k_heads query and key heads of head_dim (value head h
+  // reads key head h % n_k_heads); a causal convolution of conv_kernel taps
+  // over the conv_dim() channels of Q, K and V mixed.
+  struct DeltaNet {
+    uint32_t conv_kernel = 0, head_dim = 0, n_k_heads = 0, n_v_heads = 0;
+    uint32_t key_dim() const { return n_k_heads * head_dim; }
+    uint32_t value_dim() const { return n_v_heads * head_dim; }
+    uint32_t conv_dim() const { return 2 * key_dim() + value_dim(); }
+    // Floats a layer carries from token to token: the convolution's last
+    // conv_kernel - 1 inputs per channel, and every head's state.
+    uint64_t conv_floats() const { return uint64_t{conv_kernel - 1} * conv_dim(); }
+    uint64_t state_floats() const { return uint64_t{n_v_heads} * head_dim * head_dim; }
+  };
+  std::optional<DeltaNet> delta_net;
+  // Per layer, 1 where it is recurrent (Gated DeltaNet) rather than
+  // attention; empty where no layer is.
+  std::vector<uint8_t> recurrent;
   // The context the rotation was trained for before it was stretched
   // (rope.scaling.original_context_length; n_ctx_train without it): YaRN's
   // range, and LongRoPE's choice of factors.
@@ -345,6 +388,7 @@ struct Hparams {
   // p - window + 1..p. 0: none.
   uint32_t window = 0, window_pattern = 0;
 
+  bool is_recurrent(uint32_t il) const { return !recurrent.empty() && recurrent[il] != 0; }
   // Whether layer il rotates its queries and keys.
   bool rotates(uint32_t il, const ArchSpec& arch) const {
     if (arch.sliding && arch.sliding->global_layers_unrotated && window != 0 && !slides(il)) {

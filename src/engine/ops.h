@@ -12,6 +12,7 @@
 
 #include "engine/model.h"
 #include "kernels/activation.h"
+#include "kernels/dot_float.h"
 
 namespace quip::engine::ops {
 
@@ -234,6 +235,67 @@ inline void rope(float* head, const float* c, const float* s, uint32_t n_rot, Ro
 // SiLU as ggml's (kernels/activation.h).
 inline float silu(float x) {
   return kernels::ggml_silu(x);
+}
+
+// ggml_sigmoid, 1 / (1 + expf(-x)) with libm's expf.
+inline float sigmoid(float x) {
+  return 1.0f / (1.0f + std::exp(-x));
+}
+
+// ggml_softplus, ln(1 + e^x), x itself beyond 20.
+inline float softplus(float x) {
+  return x > 20.0f ? x : std::log(1.0f + std::exp(x));
+}
+
+// ggml_silu over a row of n, as ggml_vec_silu_f32 on AVX-512: 16 at a
+// time as ggml_v_silu (silu above), the last n % 16 as x / (1 + expf(-x))
+// with libm's expf. out may be x.
+inline void silu_row(const float* x, float* out, size_t n) {
+  const size_t vectored = n & ~size_t{15};
+  for (size_t i = 0; i < vectored; ++i) out[i] = silu(x[i]);
+  for (size_t i = vectored; i < n; ++i) out[i] = x[i] / (1.0f + std::exp(-x[i]));
+}
+
+// x / max(|x|, eps) in place, as ggml_compute_forward_l2_norm_f32: the
+// squares rounded to float and summed in double, sqrtf of that sum
+// rounded to float.
+inline void l2_norm(float* x, size_t n, float eps) {
+  double ss = 0;
+  for (size_t i = 0; i < n; ++i) ss += static_cast<double>(x[i] * x[i]);
+  const float scale = 1.0f / std::max(std::sqrt(static_cast<float>(ss)), eps);
+  for (size_t i = 0; i < n; ++i) x[i] *= scale;
+}
+
+// One token of a causal depthwise convolution over one channel (ggml_ssm_conv):
+// the last `taps` inputs, the oldest first, times the channel's taps,
+// summed in order in float, each product fused into its sum (GCC's build
+// of ggml).
+inline float conv_step(const float* inputs, const float* taps, size_t n_taps) {
+  float sum = 0.0f;
+  for (size_t i = 0; i < n_taps; ++i) sum = std::fma(inputs[i], taps[i], sum);
+  return sum;
+}
+
+// One token of the gated delta rule (Yang et al. 2024, "Gated Delta
+// Networks") for one head of d, as ggml_gated_delta_net computes it on the
+// CPU. The state S (d x d) is stored by columns: s + j * d is column j. With
+// q and k L2-normed:
+//   S *= decay;  delta_j = (v_j - S[:, j] . k) * beta;  S[:, j] += k * delta_j;
+//   out_j = (S[:, j] . q) / sqrt(d)
+// The dot products as ggml_vec_dot_f32, the updates fused (ggml_vec_mad_f32).
+// `delta`: d floats of scratch.
+inline void delta_rule_step(float* s, size_t d, const float* q, const float* k, const float* v,
+                            float decay, float beta, float* out, float* delta) {
+  for (size_t i = 0; i < d * d; ++i) s[i] *= decay;
+  for (size_t j = 0; j < d; ++j) {
+    delta[j] = (v[j] - kernels::ggml_dot_f32(s + j * d, k, d)) * beta;
+  }
+  for (size_t j = 0; j < d; ++j) {
+    float* column = s + j * d;
+    for (size_t i = 0; i < d; ++i) column[i] = std::fma(k[i], delta[j], column[i]);
+  }
+  const float scale = 1.0f / std::sqrt(static_cast<float>(d));
+  for (size_t j = 0; j < d; ++j) out[j] = kernels::ggml_dot_f32(s + j * d, q, d) * scale;
 }
 
 }  // namespace quip::engine::ops

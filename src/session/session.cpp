@@ -246,11 +246,12 @@ Outcome<Answer> generate(const LoadedModel& m, const Request& r, const Prompt& p
   if (!r.no_cache && r.cache_dir) {
     prefix_cache.emplace(*r.cache_dir / "kv",
                          store::KvShape{.fingerprint = m.fingerprint,
-                                        .n_layer = fwd.cache().n_layer(),
+                                        .n_layer = fwd.cache().row_layers(),
                                         .row_width = fwd.cache().row_width(),
                                         .n_vocab = m.model.hparams().n_vocab,
                                         .variant = std::string(m.model.kv_variant(n_ctx)),
-                                        .values_in_keys = fwd.cache().values_in_keys()},
+                                        .values_in_keys = fwd.cache().values_in_keys(),
+                                        .state_bytes = fwd.cache().state_bytes()},
                          r.cache_max_bytes);
     std::vector<std::string> warnings;
     restored = prefix_cache->restore(prompt.tokens, fwd.cache(), warnings, &cached_logits);
@@ -308,9 +309,14 @@ Outcome<Answer> generate(const LoadedModel& m, const Request& r, const Prompt& p
     const size_t marks[] = {prompt.tokens.size(), prompt.shared};
     // An interrupted prompt may leave the cache short of what was restored.
     const size_t from = std::min(restored, fwd.cache().size());
-    // The prompt's end keeps the logits after it, for the same call again.
+    // The prompt's end keeps the logits after it, for the same call again,
+    // and the recurrent layers' state there (their state at the answer's
+    // end the cache gives itself), for a follow-up.
     const store::EndLogits end_logits{prompt.tokens.size(), g.prompt_logits};
-    if (auto saved = prefix_cache->save(sequence, fwd.cache(), from, marks, end_logits); !saved) {
+    const store::EndState prompt_state{prompt.tokens.size(), g.prompt_state};
+    const std::span<const store::EndState> states(&prompt_state, g.prompt_state.empty() ? 0 : 1);
+    if (auto saved = prefix_cache->save(sequence, fwd.cache(), from, marks, end_logits, states);
+        !saved) {
       a.warnings.push_back("prefix cache: " + saved.error().message);
     }
   }

@@ -29,17 +29,21 @@ constexpr char kMagic[8] = {'Q', 'U', 'I', 'P', '-', 'K', 'V', '\0'};
 // logits): a sound one is removed quietly, anything else with a warning.
 constexpr uint32_t kFormatVersion = 2;
 // The KV type: half-precision key and value rows, or key rows alone (latent
-// attention, whose values are the first part of its keys).
+// attention, whose values are the first part of its keys), or key and
+// value rows followed by a snapshot of the recurrent layers' state after
+// the segment's last position (a hybrid model's segment that has one;
+// its others are of the first type).
 constexpr uint32_t kKvF16 = 1;
 constexpr uint32_t kKvF16KeysOnly = 2;
+constexpr uint32_t kKvF16WithState = 3;
 
-uint32_t kv_type_of(const KvShape& shape) {
-  return shape.values_in_keys ? kKvF16KeysOnly : kKvF16;
+uint32_t kv_type_of(const KvShape& shape, bool with_state = false) {
+  return with_state ? kKvF16WithState : shape.values_in_keys ? kKvF16KeysOnly : kKvF16;
 }
 
 // The rows per layer and position of a KV type: 0 for an unknown one.
 uint32_t rows_of(uint32_t kv_type) {
-  return kv_type == kKvF16 ? 2 : kv_type == kKvF16KeysOnly ? 1 : 0;
+  return kv_type == kKvF16 || kv_type == kKvF16WithState ? 2 : kv_type == kKvF16KeysOnly ? 1 : 0;
 }
 constexpr std::string_view kSuffix = ".kv";
 constexpr std::string_view kTempPrefix = "tmp-";
@@ -49,7 +53,9 @@ constexpr auto kStaleTemp = std::chrono::minutes(10);
 // Followed by (end - begin) int32 token ids, then the rows as
 // KvCache::save() writes them, then optionally the logits after position
 // `end` (n_vocab float32, the model's vocabulary size): present exactly when
-// the file is that much longer than its rows. The checksum covers them.
+// the file is that much longer than its rows (and its state, with KV type
+// kKvF16WithState, which comes between: KvCache::save_state's bytes, whose
+// size KvShape::state_bytes gives). The checksum covers them.
 struct Header {
   char magic[8];
   uint32_t version;
@@ -223,6 +229,8 @@ size_t PrefixCache::restore(std::span<const int32_t> tokens, engine::KvCache& ca
   if (present.empty()) return 0;
   const std::vector<uint64_t> keys = prefix_keys(shape_, tokens);
   const size_t position_bytes = cache.position_bytes();
+  const size_t state_bytes = shape_.state_bytes;
+  CHECK(state_bytes == cache.state_bytes());
 
   // An unusable file: one warning, and it goes.
   const auto discard = [&](uint64_t key, const std::string& why) {
@@ -244,7 +252,8 @@ size_t PrefixCache::restore(std::span<const int32_t> tokens, engine::KvCache& ca
   // it when it is broken) when it cannot be used.
   const auto load = [&](size_t end) -> std::optional<Segment> {
     const uint64_t key = keys[end];
-    const uint64_t limit = sizeof(Header) + end * (sizeof(int32_t) + position_bytes) + logits_bytes;
+    const uint64_t limit =
+        sizeof(Header) + end * (sizeof(int32_t) + position_bytes) + state_bytes + logits_bytes;
     ReadFile file = read_file(model_dir() / key_name(key), limit);
     switch (file.kind) {
       case ReadFile::kOk: break;
@@ -288,8 +297,9 @@ size_t PrefixCache::restore(std::span<const int32_t> tokens, engine::KvCache& ca
       return std::nullopt;
     }
     if (std::string_view(h.fingerprint, sizeof h.fingerprint) != shape_.fingerprint ||
-        h.kv_type != kv_type_of(shape_) || h.n_layer != shape_.n_layer ||
-        h.row_width != shape_.row_width) {
+        (h.kv_type != kv_type_of(shape_) &&
+         (state_bytes == 0 || h.kv_type != kv_type_of(shape_, true))) ||
+        h.n_layer != shape_.n_layer || h.row_width != shape_.row_width) {
       discard(key, "made for another model or KV layout");
       return std::nullopt;
     }
@@ -298,7 +308,8 @@ size_t PrefixCache::restore(std::span<const int32_t> tokens, engine::KvCache& ca
       return std::nullopt;
     }
     const size_t n = h.end - h.begin;
-    const size_t plain = sizeof(Header) + n * (sizeof(int32_t) + position_bytes);
+    const size_t plain = sizeof(Header) + n * (sizeof(int32_t) + position_bytes) +
+                         (h.kv_type == kKvF16WithState ? state_bytes : 0);
     if (bytes->size() != plain && (logits_bytes == 0 || bytes->size() != plain + logits_bytes)) {
       discard(key, "truncated or padded");
       return std::nullopt;
@@ -323,21 +334,44 @@ size_t PrefixCache::restore(std::span<const int32_t> tokens, engine::KvCache& ca
     if (!present.count(keys[end])) continue;
     std::vector<Segment> chain;
     size_t at = end;
+    bool stateless = false;
     while (at > 0 && present.count(keys[at])) {
       std::optional<Segment> s = load(at);
       if (!s) break;
       at = s->header.begin;
       chain.push_back(std::move(*s));
+      // A recurrent state is whole or nothing: a hybrid model's prefix
+      // ends only where a segment kept a snapshot, and only where the next
+      // token has logits to come from (the last token again would run the
+      // state one token too far; a shorter prefix is evaluated instead).
+      const Segment& first = chain.front();
+      const size_t first_rows =
+          sizeof(Header) +
+          (first.header.end - first.header.begin) * (sizeof(int32_t) + position_bytes) +
+          (first.header.kv_type == kKvF16WithState ? state_bytes : 0);
+      const bool has_logits = logits_bytes > 0 && first.bytes.size() == first_rows + logits_bytes;
+      if (state_bytes != 0 && chain.size() == 1 &&
+          (first.header.kv_type != kKvF16WithState ||
+           (end == tokens.size() && (logits == nullptr || !has_logits)))) {
+        stateless = true;
+        break;
+      }
     }
-    if (at != 0) continue;  // a link is missing: try a shorter prefix
-    cache.reserve(end);     // once, not once per segment
-    // The logits after `end`, when its segment (the first of the chain) has them.
+    // A link is missing (or the state): try a shorter prefix.
+    if (at != 0 || stateless) continue;
+    cache.reserve(end);  // once, not once per segment
+    // The logits after `end`, when its segment (the first of the chain) has
+    // them; and the recurrent state there.
     const Segment& last = chain.front();
     const size_t last_n = last.header.end - last.header.begin;
-    const size_t plain = sizeof(Header) + last_n * (sizeof(int32_t) + position_bytes);
+    const size_t rows_end = sizeof(Header) + last_n * (sizeof(int32_t) + position_bytes);
+    const size_t plain = rows_end + (last.header.kv_type == kKvF16WithState ? state_bytes : 0);
     if (logits != nullptr && logits_bytes > 0 && last.bytes.size() == plain + logits_bytes) {
       logits->resize(shape_.n_vocab);
       std::memcpy(logits->data(), last.bytes.data() + plain, logits_bytes);
+    }
+    if (state_bytes != 0) {
+      CHECK(cache.restore_state({last.bytes.data() + rows_end, state_bytes}).ok());
     }
     for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
       const Header& h = it->header;
@@ -355,15 +389,28 @@ size_t PrefixCache::restore(std::span<const int32_t> tokens, engine::KvCache& ca
 
 Result<void> PrefixCache::save(std::span<const int32_t> tokens, const engine::KvCache& cache,
                                size_t from, std::span<const size_t> marks,
-                               const EndLogits& end_logits) {
+                               const EndLogits& end_logits, std::span<const EndState> states) {
   const size_t n = cache.size();
   CHECK(n <= tokens.size() && from <= n);
   CHECK(end_logits.logits.empty() || end_logits.logits.size() == shape_.n_vocab);
+  CHECK(shape_.state_bytes == cache.state_bytes());
   if (from == n) return {};
   std::set<size_t> ends = {n};
   for (size_t b = (from / kBlock + 1) * kBlock; b < n; b += kBlock) ends.insert(b);
   for (size_t m : marks) {
     if (m > from && m < n) ends.insert(m);
+  }
+  // The recurrent state where it is known: the cache's own at n, and the
+  // caller's snapshots.
+  std::vector<uint8_t> own_state;
+  std::map<size_t, std::span<const uint8_t>> state_at;
+  if (cache.has_recurrent()) {
+    cache.save_state(own_state);
+    state_at[n] = own_state;
+    for (const EndState& s : states) {
+      CHECK(s.bytes.size() == shape_.state_bytes);
+      if (s.end > from && s.end < n) state_at.emplace(s.end, s.bytes), ends.insert(s.end);
+    }
   }
   const std::vector<uint64_t> keys = prefix_keys(shape_, tokens.first(n));
   std::error_code ec;
@@ -382,7 +429,8 @@ Result<void> PrefixCache::save(std::span<const int32_t> tokens, const engine::Kv
     Header h{};
     std::memcpy(h.magic, kMagic, sizeof kMagic);
     h.version = kFormatVersion;
-    h.kv_type = kv_type_of(shape_);
+    const auto state = state_at.find(end);
+    h.kv_type = kv_type_of(shape_, state != state_at.end());
     CHECK(shape_.fingerprint.size() == sizeof h.fingerprint);
     std::memcpy(h.fingerprint, shape_.fingerprint.data(), sizeof h.fingerprint);
     h.n_layer = shape_.n_layer;
@@ -395,6 +443,9 @@ Result<void> PrefixCache::save(std::span<const int32_t> tokens, const engine::Kv
     const auto* ids = reinterpret_cast<const uint8_t*>(tokens.data() + begin);
     payload.insert(payload.end(), ids, ids + (end - begin) * sizeof(int32_t));
     cache.save(begin, end, payload);
+    if (state != state_at.end()) {
+      payload.insert(payload.end(), state->second.begin(), state->second.end());
+    }
     if (end == end_logits.end && !end_logits.logits.empty()) {
       const auto* f = reinterpret_cast<const uint8_t*>(end_logits.logits.data());
       payload.insert(payload.end(), f, f + end_logits.logits.size_bytes());

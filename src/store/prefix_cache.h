@@ -51,12 +51,22 @@ struct KvShape {
   std::string variant;
   // Key rows alone (engine::KvCache's values in the keys).
   bool values_in_keys = false;
+  // The bytes of a snapshot of the recurrent layers (KvCache::state_bytes);
+  // 0 without recurrent layers.
+  uint64_t state_bytes = 0;
 };
 
 // The logits after the first `end` tokens of a sequence (n_vocab floats).
 struct EndLogits {
   size_t end = 0;
   std::span<const float> logits;
+};
+
+// The recurrent layers' state after the first `end` tokens of a sequence
+// (KvCache::save_state's bytes).
+struct EndState {
+  size_t end = 0;
+  std::span<const uint8_t> bytes;
 };
 
 class PrefixCache {
@@ -70,7 +80,9 @@ class PrefixCache {
   // returns its length. Unusable files are removed, each adding one line to
   // `warnings`; missing ones are not an error (the result is shorter).
   // `logits`, when given, receives the logits stored after the restored
-  // prefix (n_vocab floats), or is emptied when its segment has none.
+  // prefix (n_vocab floats), or is emptied when its segment has none. With
+  // recurrent layers, a prefix is restored only where a segment kept their
+  // state, and all of `tokens` only with its logits.
   size_t restore(std::span<const int32_t> tokens, engine::KvCache& cache,
                  std::vector<std::string>& warnings, std::vector<float>* logits = nullptr);
 
@@ -78,10 +90,13 @@ class PrefixCache {
   // first cache.size() tokens the cache holds), `from` being 0 or a length
   // restore() returned. Segments also end at each of `marks`. A segment
   // written here that ends at end_logits.end carries end_logits.logits
-  // (n_vocab floats; empty: none). Then removes the least recently used
+  // (n_vocab floats; empty: none). With recurrent layers, the segment
+  // ending at cache.size() carries their state, and segments end at each
+  // of `states` too, carrying theirs. Then removes the least recently used
   // files beyond the size limit.
   Result<void> save(std::span<const int32_t> tokens, const engine::KvCache& cache, size_t from,
-                    std::span<const size_t> marks, const EndLogits& end_logits = {});
+                    std::span<const size_t> marks, const EndLogits& end_logits = {},
+                    std::span<const EndState> states = {});
 
  private:
   std::filesystem::path model_dir() const;
