@@ -19,13 +19,21 @@
 // (llama with experts), tiny-gpt-oss (8 experts, 2 per token; gpt-oss
 // with its biases, sinks, sliding window and YaRN) and tiny-deepseek2
 // (latent attention, shared experts, a leading dense layer; --lite for
-// DeepSeek-V2-Lite's form, --fuse-gate-up for one ffn_gate_up_exps), qwen2.5-0.5b,
-// llama-3.2-1b, qwen2.5-7b, llama-3.1-8b, qwen3-8b, qwen2.5-14b,
+// DeepSeek-V2-Lite's form, --fuse-gate-up for one ffn_gate_up_exps),
+// tiny-qwen35 and tiny-qwen35moe (Qwen3.5's hybrid: 4 layers, the first
+// three gated delta-net layers, the fourth gated attention with Q/K norms
+// and interleaved multimodal rotation over 16 of 64 dimensions; a dense
+// FFN, or 8 experts, 2 per token, beside a gated shared expert;
+// --state-size N for the delta-net heads' width, 64 by default),
+// qwen2.5-0.5b, llama-3.2-1b, qwen2.5-7b, llama-3.1-8b, qwen3-8b, qwen2.5-14b,
 // qwen3-30b-a3b, gpt-oss-20b and deepseek-v2-lite (their published hyper-parameters;
 // llama-3.1-8b without its rope_freqs factors, which change no speed). Weights are uniform with the
 // standard deviation of a 0.02 normal, quantized with quip's reference quantizers (the same bytes
 // as llama.cpp's for the same floats); norms are ones and biases small, both
-// F32.
+// F32. qwen35's delta-net vectors are F32 and drawn as PyTorch initializes
+// them: the convolution uniform on (-0.5, 0.5) (1/sqrt of its 4 taps), the
+// time-step bias on (0, 2) (around Qwen3-Next's ones), and ssm_a, which
+// files hold as -exp(A_log), -exp of uniform on (-1, 1).
 //
 // --type TYPE, one of the types quip multiplies (f32 f16 bf16 q8_0 q4_0
 // q4_1 q5_0 q5_1 iq4_nl mxfp4 q2_k q3_k q4_k q5_k q6_k iq4_xs), gives every matrix
@@ -36,16 +44,19 @@
 // gives it for that file type, without --pure (mxfp4_moe: the experts
 // MXFP4, the rest Q8_0): Q4_K_M is Q4_K with Q6_K for the output and for
 // attn_v and ffn_down in some layers, for instance, with the same fallbacks
-// (most of Qwen2.5-0.5B, all of tiny). --type q4_k_m and q5_k_m, which are
-// no single type, are --mix. The vocabulary is byte-level BPE with no
+// (most of Qwen2.5-0.5B, all of tiny); a qwen35 delta net's attn_qkv takes
+// attn_v's type, as llama-quantize counts it with them. --type q4_k_m and
+// q5_k_m, which are no single type, are --mix. The vocabulary is byte-level BPE with no
 // merges: 256 byte tokens, then control tokens up to the real vocabulary
 // size. --fused-qkv writes one attn_qkv per layer instead of attn_q, attn_k
 // and attn_v; --biases writes every bias the family's llama.cpp loader
 // reads (Q/K/V in all, attention output and FFN in llama, output in
-// qwen2). --nextn N adds N NextN (multi-token prediction) blocks, which
-// glm4 counts in block_count but never runs. --yarn-log-mul, --yarn-beta
+// qwen2; qwen35's shapes take neither, nor --nextn). --nextn N adds N
+// NextN (multi-token prediction) blocks, which glm4 counts in block_count
+// but never runs. --yarn-log-mul, --yarn-beta
 // and --attn-temperature write mistral3's YaRN and attention temperature
-// keys, --sliding-window the attention.sliding_window key. --rope-scaling writes the rope.scaling
+// keys, --sliding-window the attention.sliding_window key, --state-size
+// (qwen35's shapes) the delta-net heads' width. --rope-scaling writes the rope.scaling
 // keys of a long-context file; longrope (phi3) writes what Phi-3's converter writes: the original
 // context, the attention factor sqrt(1 + ln(s) / ln(original)) for s = context / original, and
 // random long and short factor tensors, without a rope.scaling.type.
@@ -91,6 +102,12 @@ struct Shape {
   // experts (as wide as a routed one) and leading dense layers (n_ff wide).
   uint32_t q_lora_rank = 0, kv_lora_rank = 0, mla_nope = 0, mla_value = 0;
   uint32_t n_shared = 0, n_dense_lead = 0;
+  // qwen35's gated delta-net layers (Qwen3-Next, Qwen3.5): each head's key
+  // and value width (ssm.state_size; --state-size overrides), value heads
+  // (ssm.time_step_rank), key heads (ssm.group_count), the convolution's
+  // taps; every full_attention_interval-th layer is attention instead.
+  uint32_t ssm_state = 0, ssm_v_heads = 0, ssm_k_heads = 0, ssm_conv = 0;
+  uint32_t full_attention_interval = 0;
 };
 
 constexpr Shape kShapes[] = {
@@ -150,6 +167,17 @@ constexpr Shape kShapes[] = {
     // without its YaRN, which changes no speed), in the lite form.
     {"deepseek-v2-lite", "deepseek2", 2048, 27, 16, 1, 10944, 102400, 163840, 10000.0f, 1e-6f,
      false, GgmlType::Q4_0, false, 64, 0, 64, 6, 1408, 0, 512, 128, 128, 2, 1},
+    // Qwen3.5 (qwen35, qwen35moe): layers 0-2 gated delta nets (4 value
+    // heads over 2 key heads, state 64), layer 3 attention whose attn_q
+    // also gives a sigmoid gate per head; 4 heads of 64 over 2 KV heads,
+    // rotation over 16 dimensions. Untied, as Qwen3.5-9B (its smaller ones
+    // tie the output, which makes a tiny random model repeat its last
+    // token); the MoE one with 8 experts of 64, 2 per token, and a shared
+    // expert 96 wide (n_ff).
+    {"tiny-qwen35", "qwen35", 64, 4, 4, 2, 128, 512, 8192, 1e7f, 1e-6f, false,
+     GgmlType::F32, true, 16, 64, 0, 0, 0, 0, 0, 0, 0, 0, 0, 64, 4, 2, 4, 4},
+    {"tiny-qwen35moe", "qwen35moe", 64, 4, 4, 2, 96, 512, 8192, 1e7f, 1e-6f, false,
+     GgmlType::F32, true, 16, 64, 8, 2, 64, 0, 0, 0, 0, 0, 0, 64, 4, 2, 4, 4},
     // clang-format on
 };
 
@@ -195,6 +223,8 @@ struct Rng {
   }
   // The generator `n` draws later: splitmix64's state only counts.
   Rng skipped(uint64_t n) const { return Rng{s + n * 0x9E3779B97F4A7C15ULL}; }
+  // Uniform on [0, 1).
+  float unit() { return static_cast<float>(next() >> 40) * 0x1.0p-24f; }
   // Uniform on (-a, a) with a = sqrt(3) * 0.02: the spread of a 0.02 normal.
   float weight() {
     constexpr float a = 0.034641f;
@@ -303,6 +333,7 @@ struct Options {
   // temperature; written where set.
   std::optional<float> yarn_log_mul, yarn_beta_fast, yarn_beta_slow, attn_temperature;
   std::optional<uint32_t> sliding_window;  // attention.sliding_window
+  std::optional<uint32_t> state_size;      // qwen35: ssm.state_size in place of the shape's
 };
 
 int write_model(const Shape& s, const Options& options, const std::string& path) {
@@ -322,13 +353,15 @@ int write_model(const Shape& s, const Options& options, const std::string& path)
   // feed_forward_length each expert's where the family reads no other key
   // (llama).
   const bool deepseek = s.arch == "deepseek2";
+  const bool qwen35 = s.arch == "qwen35" || s.arch == "qwen35moe";
+  const bool shared_expert = s.arch == "qwen2moe" || s.arch == "qwen35moe";  // n_ff wide
   w.set(k::arch_key(arch, k::kFeedForwardLength),
-        s.n_expert != 0 && s.arch != "qwen2moe" && !deepseek ? s.n_ff_exp : s.n_ff);
+        s.n_expert != 0 && !shared_expert && !deepseek ? s.n_ff_exp : s.n_ff);
   if (s.n_expert != 0) {
     w.set(k::arch_key(arch, "expert_count"), s.n_expert);
     w.set(k::arch_key(arch, "expert_used_count"), s.n_expert_used);
     if (s.arch != "llama") w.set(k::arch_key(arch, "expert_feed_forward_length"), s.n_ff_exp);
-    if (s.arch == "qwen2moe") w.set(k::arch_key(arch, "expert_shared_feed_forward_length"), s.n_ff);
+    if (shared_expert) w.set(k::arch_key(arch, "expert_shared_feed_forward_length"), s.n_ff);
   }
   const bool lite = options.lite || s.q_lora_rank == 0;  // deepseek2's lite form
   if (deepseek) {
@@ -391,6 +424,22 @@ int write_model(const Shape& s, const Options& options, const std::string& path)
                                           static_cast<int32_t>(h), static_cast<int32_t>(h), 0}));
     w.set(k::arch_key(arch, "n_deepstack_layers"), uint32_t{1});
   }
+  // qwen35's delta-net heads: `state` wide (keys and values alike), the
+  // value heads a multiple of the key heads.
+  const uint32_t state = options.state_size.value_or(s.ssm_state);
+  if (qwen35) {
+    // Qwen3.5's sections, [11, 11, 10, 0] over its 32 rotated pairs: thirds,
+    // the remainder to the first ones (llama.cpp requires the key).
+    const auto pairs = static_cast<int32_t>(n_rot / 2);
+    w.set(k::arch_key(arch, "rope.dimension_sections"),
+          make_array(std::vector<int32_t>{(pairs + 2) / 3, (pairs + 1) / 3, pairs / 3, 0}));
+    w.set(k::arch_key(arch, "ssm.conv_kernel"), s.ssm_conv);
+    w.set(k::arch_key(arch, "ssm.inner_size"), state * s.ssm_v_heads);
+    w.set(k::arch_key(arch, "ssm.state_size"), state);
+    w.set(k::arch_key(arch, "ssm.time_step_rank"), s.ssm_v_heads);
+    w.set(k::arch_key(arch, "ssm.group_count"), s.ssm_k_heads);
+    w.set(k::arch_key(arch, "full_attention_interval"), s.full_attention_interval);
+  }
   for (auto [suffix, value] :
        {std::pair{"rope.scaling.yarn_log_multiplier", options.yarn_log_mul},
         std::pair{"rope.scaling.yarn_beta_fast", options.yarn_beta_fast},
@@ -415,10 +464,18 @@ int write_model(const Shape& s, const Options& options, const std::string& path)
   const auto matrix = [&](const std::string& name, uint32_t layer, uint64_t n_in, uint64_t n_out,
                           uint64_t n_matrices = 1) {
     const bool router = name.ends_with("ffn_gate_inp.weight");
+    // llama-quantize counts attn_qkv with the attn_v tensors
+    // (category_is_attn_v), by its position among them; a qwen35 layer has
+    // one of the two, the delta net's attn_qkv or the attention's attn_v,
+    // so there the position is the layer and the type attn_v's.
+    constexpr std::string_view kQkv = "attn_qkv.weight";
+    const std::string mix_name = qwen35 && name.ends_with(kQkv)
+                                     ? name.substr(0, name.size() - kQkv.size()) + "attn_v.weight"
+                                     : name;
     const GgmlType type =
         router ? GgmlType::F32
         : weights.mix
-            ? quip::gguf::mix_type(*weights.mix, {name, layer, 2, n_in, n_matrices},
+            ? quip::gguf::mix_type(*weights.mix, {mix_name, layer, 2, n_in, n_matrices},
                                    {s.n_layer, !s.tied, s.n_head / s.n_head_kv, s.n_expert})
             : quip::gguf::fallback_type(weights.uniform, n_in);
     const quip::gguf::TypeTraits traits = quip::gguf::traits(type);
@@ -450,6 +507,20 @@ int write_model(const Shape& s, const Options& options, const std::string& path)
                              Rng rng{seed * 0x100000001B3ULL + 7};
                              for (size_t i = 0; i < out.size(); i += 4) {
                                const float v = rng.weight();
+                               std::memcpy(out.data() + i, &v, 4);
+                             }
+                           });
+  };
+
+  // F32 values value(u) of u uniform on [0, 1): qwen35's delta-net vectors.
+  const auto drawn = [&](const std::string& name, std::vector<uint64_t> shape, auto value) {
+    uint64_t n = 1;
+    for (uint64_t d : shape) n *= d;
+    w.add_generated_tensor(name, f32, shape, n * 4,
+                           [value, seed = tensor_seed++](std::span<std::byte> out) {
+                             Rng rng{seed * 0x100000001B3ULL + 13};
+                             for (size_t i = 0; i < out.size(); i += 4) {
+                               const float v = value(rng.unit());
                                std::memcpy(out.data() + i, &v, 4);
                              }
                            });
@@ -509,6 +580,54 @@ int write_model(const Shape& s, const Options& options, const std::string& path)
   };
 
   const uint64_t kv = uint64_t{head_dim} * s.n_head_kv, q_dim = uint64_t{head_dim} * s.n_head;
+
+  // A qwen35 layer (llama.cpp's src/models/qwen35.cpp): a gated delta net
+  // (Qwen3-Next's linear attention) or, each full_attention_interval-th,
+  // attention whose attn_q gives per head the queries then a sigmoid gate
+  // for the output; post_attention_norm is the FFN's pre-norm; a dense FFN
+  // or the experts beside a shared one gated by ffn_gate_inp_shexp.
+  const auto write_qwen35_layer = [&](const std::string& b, uint32_t l) {
+    const uint64_t n_embd = s.n_embd;
+    ones(b + "attn_norm.weight", n_embd);
+    ones(b + "post_attention_norm.weight", n_embd);
+    if ((l + 1) % s.full_attention_interval != 0) {
+      const uint64_t key_dim = uint64_t{state} * s.ssm_k_heads;
+      const uint64_t value_dim = uint64_t{state} * s.ssm_v_heads;
+      const uint64_t conv_dim = 2 * key_dim + value_dim;  // Q, K, V, convolved together
+      matrix(b + "attn_qkv.weight", l, n_embd, conv_dim);
+      matrix(b + "attn_gate.weight", l, n_embd, value_dim);  // z, the output norm's gate
+      drawn(b + "ssm_conv1d.weight", {s.ssm_conv, conv_dim},
+            [](float u) { return u - 0.5f; });  // PyTorch's 1/sqrt(4 taps)
+      drawn(b + "ssm_dt.bias", {s.ssm_v_heads}, [](float u) { return 2.0f * u; });
+      drawn(b + "ssm_a", {s.ssm_v_heads}, [](float u) { return -std::exp(2.0f * u - 1.0f); });
+      matrix(b + "ssm_beta.weight", l, n_embd, s.ssm_v_heads);
+      matrix(b + "ssm_alpha.weight", l, n_embd, s.ssm_v_heads);
+      ones(b + "ssm_norm.weight", state);
+      matrix(b + "ssm_out.weight", l, value_dim, n_embd);
+    } else {
+      matrix(b + "attn_q.weight", l, n_embd, 2 * q_dim);
+      matrix(b + "attn_k.weight", l, n_embd, kv);
+      matrix(b + "attn_v.weight", l, n_embd, kv);
+      ones(b + "attn_q_norm.weight", head_dim);
+      ones(b + "attn_k_norm.weight", head_dim);
+      matrix(b + "attn_output.weight", l, q_dim, n_embd);
+    }
+    if (s.n_expert == 0) {
+      matrix(b + "ffn_gate.weight", l, n_embd, s.n_ff);
+      matrix(b + "ffn_up.weight", l, n_embd, s.n_ff);
+      matrix(b + "ffn_down.weight", l, s.n_ff, n_embd);
+      return;
+    }
+    matrix(b + "ffn_gate_inp.weight", l, n_embd, s.n_expert);
+    matrix(b + "ffn_gate_exps.weight", l, n_embd, s.n_ff_exp, s.n_expert);
+    matrix(b + "ffn_up_exps.weight", l, n_embd, s.n_ff_exp, s.n_expert);
+    matrix(b + "ffn_down_exps.weight", l, s.n_ff_exp, n_embd, s.n_expert);
+    small(b + "ffn_gate_inp_shexp.weight", n_embd);  // one row, kept F32 (1-D)
+    matrix(b + "ffn_gate_shexp.weight", l, n_embd, s.n_ff);
+    matrix(b + "ffn_up_shexp.weight", l, n_embd, s.n_ff);
+    matrix(b + "ffn_down_shexp.weight", l, s.n_ff, n_embd);
+  };
+
   const bool fused_up = s.arch == "phi3" || s.arch == "glm4";
   const bool post_norms = s.arch == "glm4" || s.arch == "exaone4";
   const bool pre_norms = s.arch != "exaone4";  // exaone4 norms the branch outputs only
@@ -529,6 +648,10 @@ int write_model(const Shape& s, const Options& options, const std::string& path)
     const std::string b = "blk." + std::to_string(l) + ".";
     if (deepseek) {
       write_deepseek2_layer(b, l);
+      continue;
+    }
+    if (qwen35) {
+      write_qwen35_layer(b, l);
       continue;
     }
     if (pre_norms) ones(b + "attn_norm.weight", s.n_embd);
@@ -604,12 +727,12 @@ int usage() {
       "                  [--biases] [--lite] [--fuse-gate-up] [--nextn N] [--yarn-log-mul X] "
       "[--yarn-beta "
       "FAST:SLOW]\n"
-      "                  [--attn-temperature SCALE] [--sliding-window N]\n"
+      "                  [--attn-temperature SCALE] [--sliding-window N] [--state-size N]\n"
       "                  [--rope-scaling linear:FACTOR | yarn:FACTOR[:ORIGINAL_CONTEXT] |\n"
       "                                  longrope:ORIGINAL_CONTEXT]\n"
       "SHAPE: tiny, tiny-qwen2, tiny-qwen3, tiny-phi3, tiny-glm4, tiny-mistral3, tiny-qwen3vl,\n"
       "       tiny-exaone4, tiny-exaone4-64, tiny-cohere2, tiny-qwen3moe, tiny-qwen2moe,\n"
-      "       tiny-mixtral, tiny-gpt-oss, tiny-deepseek2,\n"
+      "       tiny-mixtral, tiny-gpt-oss, tiny-deepseek2, tiny-qwen35, tiny-qwen35moe,\n"
       "       qwen2.5-0.5b, llama-3.2-1b, qwen2.5-7b, llama-3.1-8b, qwen3-8b, qwen2.5-14b,\n"
       "       qwen3-30b-a3b, gpt-oss-20b, deepseek-v2-lite\n"
       "TYPE: f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 iq4_nl mxfp4 q2_k q3_k q4_k q5_k q6_k iq4_xs "
@@ -676,6 +799,17 @@ int main(int argc, char** argv) {
       if (value.empty() || *end != '\0') return usage();
       continue;
     }
+    if (flag == "--state-size") {
+      char* end = nullptr;
+      const unsigned long n = std::strtoul(argv[i + 1], &end, 10);
+      if (value.empty() || *end != '\0' || n == 0 || n > 1024) {
+        std::fprintf(stderr, "quip-synth: --state-size '%s' is not a whole number in [1, 1024]\n",
+                     argv[i + 1]);
+        return 2;
+      }
+      options.state_size = static_cast<uint32_t>(n);
+      continue;
+    }
     if (flag == "--nextn") {
       char* end = nullptr;
       options.nextn = static_cast<uint32_t>(std::strtoul(argv[i + 1], &end, 10));
@@ -722,6 +856,19 @@ int main(int argc, char** argv) {
     } else {
       return usage();
     }
+  }
+  const bool qwen35 = shape->ssm_state != 0;
+  if (options.state_size && !qwen35) {
+    std::fprintf(stderr, "quip-synth: --state-size is for tiny-qwen35 and tiny-qwen35moe, not %s\n",
+                 argv[1]);
+    return 2;
+  }
+  // llama.cpp's qwen35 graphs read neither a fused attn_qkv in the
+  // attention layers nor biases, and its NextN blocks are attention blocks
+  // these flags do not write.
+  if (qwen35 && (options.fused_qkv || options.biases || options.nextn != 0)) {
+    std::fprintf(stderr, "quip-synth: %s takes no --fused-qkv, --biases or --nextn\n", argv[1]);
+    return 2;
   }
   return write_model(*shape, options, argv[2]);
 }

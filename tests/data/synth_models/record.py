@@ -2,13 +2,16 @@
 """Records reference.json: llama.cpp's outputs on quip-synth's files.
 
     tests/data/synth_models/record.py REF_LOGPROBS QUIP_SYNTH > reference.json
+    tests/data/synth_models/record.py REF_LOGPROBS QUIP_SYNTH --add-missing reference.json
 
 Each model is a file that `quip-synth SHAPE FILE OPTIONS...` writes (random
 weights, the same bytes on every machine: the seed is fixed), named
 "SHAPE OPTIONS". REF_LOGPROBS is ref_logprobs.cpp of this folder, built
 against llama.cpp's libllama (README.md): for each prompt, its tokens, 16
 greedy tokens and the top 8 log-probabilities of each step, the format of
-../shared/*/reference.json.
+../shared/*/reference.json. With --add-missing FILE, it records only the
+cases FILE does not hold yet and appends them to FILE, leaving its other
+entries as they are.
 """
 import json
 import os
@@ -83,6 +86,19 @@ CASES = [
     ("tiny-deepseek2", "--type q8_0 --rope-scaling yarn:8:256 --yarn-log-mul 0.1"),
     # The experts' gate and up as one ffn_gate_up_exps.
     ("tiny-deepseek2", "--type f16 --fuse-gate-up"),
+    # qwen35 (Qwen3.5): gated delta-net layers (a causal convolution, then
+    # the delta rule with per-head decay and a gated RMS norm) and, every
+    # 4th layer, attention with a sigmoid output gate, Q/K norms and
+    # interleaved multimodal rotation over a quarter of each head; state 64
+    # (whole 64-wide SIMD loops) and 32 (their leftovers).
+    # qwen35moe: the same layers with experts beside a gated shared one, in
+    # F32 and in llama-quantize's Q4_K_M mix. No --fused-qkv case: the
+    # delta-net layers already have attn_qkv, and llama.cpp's qwen35 graph
+    # reads only a separate attn_q, attn_k and attn_v in its attention.
+    ("tiny-qwen35", ""),
+    ("tiny-qwen35", "--state-size 32 --type q8_0"),
+    ("tiny-qwen35moe", ""),
+    ("tiny-qwen35moe", "--mix q4_k_m"),
 ]
 # A short prompt, and one of 400 byte tokens: positions where the scaled
 # and unscaled angles are far apart.
@@ -93,11 +109,11 @@ PROMPTS = [
 N_PREDICT = 16
 
 
-def main():
-    ref_logprobs, synth = sys.argv[1], sys.argv[2]
+def record(ref_logprobs, synth, cases):
+    """The reference entries of `cases`, (shape, options) pairs."""
     models = []
     with tempfile.TemporaryDirectory() as tmp:
-        for shape, options in CASES:
+        for shape, options in cases:
             path = os.path.join(tmp, "m.gguf")
             subprocess.run([synth, shape, path] + options.split(), check=True)
             out = subprocess.run([ref_logprobs, path, str(N_PREDICT), f"{shape} {options}".strip()] +
@@ -105,9 +121,29 @@ def main():
             entry = json.loads(out)
             entry["shape"], entry["options"] = shape, options
             models.append(entry)
+    return models
+
+
+def main():
+    if len(sys.argv) not in (3, 5) or (len(sys.argv) == 5 and sys.argv[3] != "--add-missing"):
+        sys.exit(__doc__)
+    ref_logprobs, synth = sys.argv[1], sys.argv[2]
+    if len(sys.argv) == 5:
+        path = sys.argv[4]
+        with open(path) as f:
+            reference = json.load(f)
+        held = {m["model"] for m in reference["models"]}
+        missing = [c for c in CASES if f"{c[0]} {c[1]}".strip() not in held]
+        reference["models"] += record(ref_logprobs, synth, missing)
+        with open(path, "w") as f:
+            json.dump(reference, f, indent=1)
+            f.write("\n")
+        print(f"{path}: added {len(missing)} models", file=sys.stderr)
+        return
     json.dump({"reference": "llama.cpp build 9749 (d32676d77), libllama, CPU, AVX-512 build "
                             "without AVX512_FP16, 2 threads, context and batch 4096",
-               "n_predict": N_PREDICT, "models": models}, sys.stdout, indent=1)
+               "n_predict": N_PREDICT, "models": record(ref_logprobs, synth, CASES)},
+              sys.stdout, indent=1)
     print()
 
 
