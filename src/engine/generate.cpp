@@ -50,16 +50,25 @@ Generation generate(Forward& fwd, std::span<const int32_t> prompt, const Generat
     }
   }
   g.cached_tokens = fwd.position();
-  const std::span<const int32_t> rest = prompt.subspan(fwd.position());
-  for (size_t begin = 0; begin < rest.size(); begin += fwd.max_batch()) {
+  const size_t first = fwd.position();
+  // With recurrent layers, a batch ends where their state is to be kept.
+  const size_t keep_at = fwd.cache().has_recurrent() && options.keep_state_at > first &&
+                                 options.keep_state_at < prompt.size()
+                             ? options.keep_state_at - first
+                             : 0;
+  const std::span<const int32_t> rest = prompt.subspan(first);
+  for (size_t begin = 0; begin < rest.size();) {
     if (options.keep_going && !options.keep_going()) {
       g.stop = StopReason::Caller;
       g.prompt_ms = ms_since(start);
       return g;
     }
-    const size_t n = std::min(fwd.max_batch(), rest.size() - begin);
+    size_t n = std::min(fwd.max_batch(), rest.size() - begin);
+    if (begin < keep_at) n = std::min(n, keep_at - begin);
     logits = fwd.eval(rest.subspan(begin, n));
     g.evaluated_tokens += n;
+    begin += n;
+    if (begin == keep_at) fwd.cache().save_state(g.kept_state);
   }
   g.prompt_ms = ms_since(start);
   if (options.keep_prompt_logits) {

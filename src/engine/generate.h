@@ -32,6 +32,10 @@ struct GenerateOptions {
   // cache to keep), and with recurrent layers their state there into
   // Generation::prompt_state.
   bool keep_prompt_logits = false;
+  // With recurrent layers, a prompt position (beyond the cache's, before
+  // the prompt's end) where their state goes to Generation::kept_state:
+  // a prompt batch ends there. 0: none.
+  size_t keep_state_at = 0;
 };
 
 struct TokenLogprob {
@@ -59,6 +63,9 @@ struct Generation {
   // its end.
   std::vector<float> prompt_logits;
   std::vector<uint8_t> prompt_state;
+  // With keep_state_at: the recurrent layers' state there (empty where the
+  // prompt was stopped before it, or there was nothing to keep).
+  std::vector<uint8_t> kept_state;
 };
 
 // Evaluates the prompt tokens beyond what `fwd` already holds (a cache that

@@ -268,7 +268,10 @@ Outcome<Answer> generate(const LoadedModel& m, const Request& r, const Prompt& p
                                   // A stop is heard between prompt batches too.
                                   .keep_going = keep_going,
                                   .prompt_logits = {},
-                                  .keep_prompt_logits = prefix_cache.has_value()};
+                                  .keep_prompt_logits = prefix_cache.has_value(),
+                                  // A recurrent state is kept where the last message
+                                  // begins too (see the marks below).
+                                  .keep_state_at = prefix_cache ? prompt.shared : 0};
   if (restored == prompt.tokens.size()) options.prompt_logits = cached_logits;
   const tokenizer::Vocab& vocab = m.tokenizer.vocab();
   if (!r.ignore_eos) options.is_end = [&](int32_t id) { return vocab.is_eog(id); };
@@ -313,8 +316,9 @@ Outcome<Answer> generate(const LoadedModel& m, const Request& r, const Prompt& p
     // and the recurrent layers' state there (their state at the answer's
     // end the cache gives itself), for a follow-up.
     const store::EndLogits end_logits{prompt.tokens.size(), g.prompt_logits};
-    const store::EndState prompt_state{prompt.tokens.size(), g.prompt_state};
-    const std::span<const store::EndState> states(&prompt_state, g.prompt_state.empty() ? 0 : 1);
+    std::vector<store::EndState> states;
+    if (!g.prompt_state.empty()) states.push_back({prompt.tokens.size(), g.prompt_state});
+    if (!g.kept_state.empty()) states.push_back({prompt.shared, g.kept_state});
     if (auto saved = prefix_cache->save(sequence, fwd.cache(), from, marks, end_logits, states);
         !saved) {
       a.warnings.push_back("prefix cache: " + saved.error().message);

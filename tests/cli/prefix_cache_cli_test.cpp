@@ -187,6 +187,50 @@ TEST_F(PrefixCacheCli, LatentAttentionContinuesFromItsKeyRows) {
   expect_same_answer(t2, uncached, 0.02);
 }
 
+// A hybrid model (qwen35: Gated DeltaNet layers, whose state cannot be cut
+// back) continues from the snapshot kept at the answer's end: a follow-up
+// evaluates only its new turn, the same call again nothing, a new question
+// after the same system prompt only the question; each answers as a call
+// that restores nothing (within the tolerance of a batch split elsewhere).
+TEST_F(PrefixCacheCli, HybridContinuesFromItsStateSnapshots) {
+  testing::TempDir dir;
+  const std::string model = (dir.path() / "q35.gguf").string();
+  ASSERT_TRUE(testing::synthesize(model, "tiny-qwen35", {}));
+  const std::string system = "You answer briefly.";
+  const nlohmann::json t1 = run_json({"-m", model, "-n", "10", "--system", system, kStory});
+  EXPECT_EQ(t1.at("usage").at("cached_tokens"), 0);
+  const size_t stored = t1.at("prompt_tokens").size() + t1.at("tokens").size();
+  const nlohmann::json t2 = run_json({"-c", "-n", "8", "--logprobs", "4", "What next?"});
+  const size_t new_turn = t2.at("prompt_tokens").size() - stored;
+  EXPECT_GE(evaluated(t2), new_turn);
+  EXPECT_LE(evaluated(t2), new_turn + 1);
+  const std::string base = std::to_string(t1.at("conversation").get<int>()) + "@1";
+  const nlohmann::json uncached =
+      run_json({"--cid", base, "-n", "8", "--logprobs", "4", "--no-cache", "What next?"});
+  EXPECT_EQ(uncached.at("prompt_tokens"), t2.at("prompt_tokens"));
+  expect_same_answer(t2, uncached, 0.02);
+  // The same call again: its prompt's state and logits are both kept.
+  const nlohmann::json again =
+      run_json({"--cid", base, "-n", "8", "--logprobs", "4", "What next?"});
+  EXPECT_EQ(evaluated(again), 0u);
+  expect_same_answer(t2, again, 0.0);
+
+  // Another question after the same system prompt: from the state kept
+  // where the question began.
+  const std::vector<std::string> other = {
+      "-m", model, "-n", "6", "--logprobs", "4", "--system", system, "Another question?"};
+  const nlohmann::json asked = run_json(other);
+  const std::vector<int32_t> a = t1.at("prompt_tokens"), b = asked.at("prompt_tokens");
+  const size_t common =
+      static_cast<size_t>(std::mismatch(a.begin(), a.end(), b.begin(), b.end()).first - a.begin());
+  ASSERT_GT(common, 0u);
+  EXPECT_GT(asked.at("usage").at("cached_tokens").get<size_t>(), 0u);
+  EXPECT_LE(asked.at("usage").at("cached_tokens").get<size_t>(), common);
+  std::vector<std::string> other_uncached = other;
+  other_uncached.push_back("--no-cache");
+  expect_same_answer(asked, run_json(other_uncached), 0.02);
+}
+
 // A new conversation with the same system prompt and another question
 // restores everything before the question, however short (segments
 // otherwise end only every 64 positions), and answers as an uncached call.

@@ -161,6 +161,133 @@ TEST_F(PrefixCacheTest, KeysOnlyRowsRoundTripAndStayApart) {
   EXPECT_EQ(both.size(), 0u);
 }
 
+// A hybrid model's cache: layers 0 and 2 recurrent (no rows; floats that
+// are the whole sequence's), layer 1 with rows.
+constexpr engine::RecurrentShape kRecurrent{.conv_floats = 6, .state_floats = 10};
+engine::KvCache hybrid() {
+  return engine::KvCache(3, kRowWidth, false, {1, 0, 1}, kRecurrent);
+}
+
+// A hybrid cache of n positions whose rows and state are functions of
+// (seed, n): the state after n positions differs from the state after any
+// other count.
+engine::KvCache hybrid_filled(size_t n, uint32_t seed = 1) {
+  engine::KvCache c = hybrid();
+  c.reserve(n);
+  c.grow_to(n);
+  for (size_t i = 0; i < n * kRowWidth; ++i) {
+    c.k(1)[i] = static_cast<uint16_t>(seed * 7919 + i * 31);
+    c.v(1)[i] = static_cast<uint16_t>(seed * 7907 + i * 17 + 5);
+  }
+  for (uint32_t l : {0u, 2u}) {
+    for (size_t i = 0; i < kRecurrent.conv_floats; ++i) c.conv(l)[i] = float(seed + n * 10 + i);
+    for (size_t i = 0; i < kRecurrent.state_floats; ++i) c.state(l)[i] = float(l) - float(n) / 8;
+  }
+  return c;
+}
+
+std::vector<uint8_t> state_of(const engine::KvCache& c) {
+  std::vector<uint8_t> out;
+  c.save_state(out);
+  return out;
+}
+
+TEST(KvCacheRecurrent, RowsOnlyInAttentionLayersAndTheStateWhole) {
+  engine::KvCache c = hybrid();
+  EXPECT_EQ(c.n_layer(), 3u);
+  EXPECT_EQ(c.row_layers(), 1u);
+  EXPECT_TRUE(c.has_recurrent());
+  EXPECT_EQ(c.position_bytes(), 2 * kRowWidth * sizeof(uint16_t));
+  EXPECT_EQ(c.state_bytes(), 2 * (6 + 10) * sizeof(float));
+  EXPECT_EQ(state_of(c), std::vector<uint8_t>(c.state_bytes(), 0));  // starts at zero
+
+  const engine::KvCache a = hybrid_filled(20);
+  engine::KvCache b = hybrid();
+  std::vector<uint8_t> bytes;
+  a.save(0, 20, bytes);
+  ASSERT_TRUE(b.restore(bytes, 20).ok());
+  ASSERT_TRUE(b.restore_state(state_of(a)).ok());
+  EXPECT_EQ(rows(b, 20), rows(a, 20));
+  EXPECT_EQ(state_of(b), state_of(a));
+  EXPECT_FALSE(b.restore_state(std::vector<uint8_t>(3)).ok());
+  // Cut back to nothing, the state starts anew.
+  b.truncate(0);
+  EXPECT_EQ(b.size(), 0u);
+  EXPECT_EQ(state_of(b), std::vector<uint8_t>(b.state_bytes(), 0));
+}
+
+// Segments carry the state where it was known (the cache's own end, and
+// the caller's snapshots); a prefix is restored only to such an end, with
+// that state, and a whole sequence only with its logits.
+TEST_F(PrefixCacheTest, HybridPrefixesEndOnlyWhereAStateWasKept) {
+  constexpr uint32_t kVocab = 11;
+  const engine::KvCache kv = hybrid_filled(150), at_100 = hybrid_filled(100);
+  KvShape hybrid_shape{"0123456789abcdef", 1, kRowWidth, kVocab, ""};
+  hybrid_shape.state_bytes = kv.state_bytes();
+  PrefixCache c(dir(), hybrid_shape, kDefaultCacheBytes);
+  const auto t = tokens(200);
+  const std::vector<uint8_t> snapshot = state_of(at_100);
+  const EndState states[] = {{100, snapshot}};
+  const std::vector<float> logits(kVocab, 0.5f);
+  ASSERT_TRUE(c.save(std::span(t).first(150), kv, 0, {}, {100, logits}, states).ok());
+  // Ends at 64 and 128 (blocks, no state), 100 and 150 (states).
+  std::multiset<uint64_t> sizes, want;
+  for (const fs::path& f : files_under(dir())) sizes.insert(fs::file_size(f));
+  const uint64_t row = 4 + kv.position_bytes(), state = kv.state_bytes();
+  want = {72 + 64 * row, 72 + 36 * row + state + kVocab * 4, 72 + 28 * row, 72 + 22 * row + state};
+  EXPECT_EQ(sizes, want);
+  auto stats = cache_stats(dir());
+  ASSERT_TRUE(stats.ok());
+  EXPECT_TRUE(stats->broken.empty()) << stats->broken.front().problem;
+
+  // Restores `n` tokens of t; returns the length and checks rows and state.
+  const auto restore_hybrid = [&](size_t n, bool with_logits) {
+    engine::KvCache r = hybrid();
+    std::vector<std::string> w;
+    std::vector<float> got_logits;
+    const size_t got = c.restore(std::span(t).first(n), r, w, with_logits ? &got_logits : nullptr);
+    EXPECT_TRUE(w.empty()) << w.front();
+    EXPECT_EQ(r.size(), got);
+    EXPECT_EQ(rows(r, got), rows(kv, got));
+    if (got != 0) {
+      EXPECT_EQ(state_of(r), state_of(hybrid_filled(got))) << got;
+    }
+    return got;
+  };
+  EXPECT_EQ(restore_hybrid(200, true), 150u);  // a follow-up: from the end's state
+  EXPECT_EQ(restore_hybrid(140, true), 100u);  // 128 kept no state
+  EXPECT_EQ(restore_hybrid(150, true), 100u);  // all of it: no logits after 150
+  EXPECT_EQ(restore_hybrid(100, true), 100u);  // all of it, with its logits
+  EXPECT_EQ(restore_hybrid(100, false), 0u);   // ... which the caller must take
+  EXPECT_EQ(restore_hybrid(90, true), 0u);     // only 64 below: no state there
+}
+
+// A changed byte of a snapshot fails the checksum: the segment goes with a
+// warning, and a shorter prefix with a sound state is restored.
+TEST_F(PrefixCacheTest, HybridBrokenStateIsNeverRestored) {
+  const engine::KvCache kv = hybrid_filled(150), at_100 = hybrid_filled(100);
+  KvShape hybrid_shape{"0123456789abcdef", 1, kRowWidth, 0, ""};
+  hybrid_shape.state_bytes = kv.state_bytes();
+  PrefixCache c(dir(), hybrid_shape, kDefaultCacheBytes);
+  const auto t = tokens(200);
+  const std::vector<uint8_t> snapshot = state_of(at_100);
+  const EndState states[] = {{100, snapshot}};
+  ASSERT_TRUE(c.save(std::span(t).first(150), kv, 0, {}, {}, states).ok());
+  const uint64_t last = 72 + 22 * (4 + kv.position_bytes()) + kv.state_bytes();
+  for (const fs::path& f : files_under(dir())) {
+    if (fs::file_size(f) != last) continue;
+    std::fstream io(f, std::ios::in | std::ios::out | std::ios::binary);
+    io.seekp(static_cast<std::streamoff>(last - 3));
+    io.put('\x7f');
+  }
+  engine::KvCache r = hybrid();
+  std::vector<std::string> warnings;
+  EXPECT_EQ(c.restore(t, r, warnings), 100u);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("checksum mismatch"), std::string::npos) << warnings[0];
+  EXPECT_EQ(state_of(r), snapshot);
+}
+
 TEST_F(PrefixCacheTest, FindsTheLongestStoredPrefix) {
   const auto t = tokens(150);
   const engine::KvCache kv = filled(150);
