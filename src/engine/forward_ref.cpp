@@ -344,8 +344,57 @@ ReferenceForward::ReferenceForward(const Model& model, size_t n_ctx)
       freq_factors_(vector_of(model.rope_factors(n_ctx))),
       pairs_at_origin_(model.hparams().pairs_at_origin()),
       k_cache_(model.hparams().n_layer),
-      v_cache_(model.hparams().n_layer) {
+      v_cache_(model.hparams().n_layer),
+      conv_(model.hparams().n_layer),
+      state_(model.hparams().n_layer) {
   for (const Layer& l : model.layers()) layers_.emplace_back(l);
+  const Hparams& hp = model.hparams();
+  for (uint32_t il = 0; il < hp.n_layer; ++il) {
+    if (!hp.is_recurrent(il)) continue;
+    conv_[il].assign(hp.delta_net->conv_floats(), 0.0f);
+    state_[il].assign(hp.delta_net->state_floats(), 0.0f);
+  }
+}
+
+// A recurrent layer's output for one token (Gated DeltaNet, Yang et al.
+// 2024), as llama.cpp's qwen35 graph: Q, K and V mixed through a causal
+// depthwise convolution over the last conv_kernel inputs and SiLU; Q and K
+// L2-normed per head; per value head, the state decayed by exp(g), g =
+// softplus(alpha + dt_bias) * a, then corrected towards V along K by
+// beta = sigmoid(b), then read along Q; each head's output RMS-normed and
+// gated by SiLU(z); ssm_out.
+std::vector<float> ReferenceForward::delta_net(uint32_t il, const Layer& l, const LayerVectors& lv,
+                                               const std::vector<float>& h) {
+  const Hparams& hp = m_.hparams();
+  const Hparams::DeltaNet& dn = *hp.delta_net;
+  const size_t d = dn.head_dim, channels = dn.conv_dim(), taps = dn.conv_kernel;
+  const size_t key_dim = dn.key_dim(), n_v = dn.n_v_heads;
+  const std::vector<float> mixed = matvec(l.ssm_qkv, h);
+  std::vector<float> z = matvec(l.ssm_z, h);
+  const std::vector<float> b = matvec(l.ssm_beta, h), alpha = matvec(l.ssm_alpha, h);
+  std::vector<float> conv(channels), inputs(taps);
+  for (size_t c = 0; c < channels; ++c) {
+    float* earlier = conv_[il].data() + c * (taps - 1);  // the channel's last inputs
+    std::copy(earlier, earlier + taps - 1, inputs.begin());
+    inputs[taps - 1] = mixed[c];
+    conv[c] = ops::conv_step(inputs.data(), lv.ssm_conv.data() + c * taps, taps);
+    std::copy(inputs.begin() + 1, inputs.end(), earlier);
+  }
+  ops::silu_row(conv.data(), conv.data(), channels);
+  for (size_t i = 0; i < 2 * dn.n_k_heads; ++i) ops::l2_norm(conv.data() + i * d, d, hp.rms_eps);
+  std::vector<float> out(dn.value_dim()), delta(d);
+  for (size_t hh = 0; hh < n_v; ++hh) {
+    const size_t kh = hh % dn.n_k_heads;  // the key head a value head reads
+    const float decay = std::exp(ops::softplus(alpha[hh] + lv.ssm_dt[hh]) * lv.ssm_a[hh]);
+    float* head = out.data() + hh * d;
+    ops::delta_rule_step(state_[il].data() + hh * d * d, d, conv.data() + kh * d,
+                         conv.data() + key_dim + kh * d, conv.data() + 2 * key_dim + hh * d, decay,
+                         ops::sigmoid(b[hh]), head, delta.data());
+    ops::rms_norm(head, lv.ssm_norm.data(), head, d, hp.rms_eps);
+    ops::silu_row(z.data() + hh * d, z.data() + hh * d, d);
+    for (size_t i = 0; i < d; ++i) head[i] *= z[hh * d + i];
+  }
+  return matvec(l.ssm_out, out);
 }
 
 // Latent attention's query and key for one token (DeepSeek-V2, in
@@ -420,94 +469,112 @@ std::span<const float> ReferenceForward::step(int32_t token) {
     const LayerVectors& lv = layers_[il];
     if (!lv.attn_norm.empty())
       ops::block_norm(hp, h.data(), lv.attn_norm.data(), h.data(), h.size());
-    std::vector<float> q, k, v;  // (n_head * head_dim), (n_head_kv * head_dim) twice
-    if (hp.latent) {
-      latent_query_and_key(l, lv, h, cos, sin, q, k);
+    std::vector<float> attn_out;
+    if (hp.is_recurrent(il)) {
+      attn_out = delta_net(il, l, lv, h);
     } else {
-      if (l.wqkv) {
-        const std::vector<float> qkv = matvec(l.wqkv, h);  // Q, then K, then V
-        const size_t q_dim = size_t{hp.n_head} * hd;
-        q.assign(qkv.begin(), qkv.begin() + static_cast<long>(q_dim));
-        k.assign(qkv.begin() + static_cast<long>(q_dim),
-                 qkv.begin() + static_cast<long>(q_dim + kv_dim));
-        v.assign(qkv.begin() + static_cast<long>(q_dim + kv_dim), qkv.end());
+      std::vector<float> q, k, v;  // (n_head * head_dim), (n_head_kv * head_dim) twice
+      std::vector<float> gate;     // a query gate's (n_head * head_dim)
+      if (hp.latent) {
+        latent_query_and_key(l, lv, h, cos, sin, q, k);
       } else {
-        q = matvec(l.wq, h);
-        k = matvec(l.wk, h);
-        v = matvec(l.wv, h);
+        if (l.wqkv) {
+          const std::vector<float> qkv = matvec(l.wqkv, h);  // Q, then K, then V
+          const size_t q_dim = size_t{hp.n_head} * hd;
+          q.assign(qkv.begin(), qkv.begin() + static_cast<long>(q_dim));
+          k.assign(qkv.begin() + static_cast<long>(q_dim),
+                   qkv.begin() + static_cast<long>(q_dim + kv_dim));
+          v.assign(qkv.begin() + static_cast<long>(q_dim + kv_dim), qkv.end());
+        } else {
+          q = matvec(l.wq, h);
+          k = matvec(l.wk, h);
+          v = matvec(l.wv, h);
+        }
+        if (m_.arch().query_gate) {
+          // Each head's query, then as many values of its gate.
+          std::vector<float> queries;
+          for (uint32_t hh = 0; hh < hp.n_head; ++hh) {
+            const auto head = q.begin() + static_cast<long>(2 * hh * hd);
+            queries.insert(queries.end(), head, head + hd);
+            gate.insert(gate.end(), head + hd, head + 2 * hd);
+          }
+          q = std::move(queries);
+        }
+        if (!lv.bq.empty()) add(q, lv.bq);
+        if (!lv.bk.empty()) add(k, lv.bk);
+        if (!lv.bv.empty()) add(v, lv.bv);
+        const bool whole = m_.arch().qk_norm_whole;  // olmo2: Q and K normed whole
+        if (whole) {
+          rms_norm(q, lv.q_norm, hp.rms_eps);
+          rms_norm(k, lv.k_norm, hp.rms_eps);
+        }
+        for (uint32_t hh = 0; hh < hp.n_head; ++hh) {
+          std::span<float> head(q.data() + hh * hd, hd);
+          if (!lv.q_norm.empty() && !whole) rms_norm(head, lv.q_norm, hp.rms_eps);
+          if (rotates) ops::rope(head.data(), cos.data(), sin.data(), hp.n_rot, m_.arch().rope);
+        }
+        for (uint32_t hh = 0; hh < hp.n_head_kv; ++hh) {
+          std::span<float> head(k.data() + hh * hd, hd);
+          if (!lv.k_norm.empty() && !whole) rms_norm(head, lv.k_norm, hp.rms_eps);
+          if (rotates) ops::rope(head.data(), cos.data(), sin.data(), hp.n_rot, m_.arch().rope);
+        }
+        if (m_.arch().scale_queries) {
+          for (float& e : q) e *= hp.query_scale;
+        }
+        if (hp.attn_temp_scale != 0) {
+          const float temperature = hp.query_temperature(pos_);
+          for (float& e : q) e *= temperature;
+        }
       }
-      if (!lv.bq.empty()) add(q, lv.bq);
-      if (!lv.bk.empty()) add(k, lv.bk);
-      if (!lv.bv.empty()) add(v, lv.bv);
-      const bool whole = m_.arch().qk_norm_whole;  // olmo2: Q and K normed whole
-      if (whole) {
-        rms_norm(q, lv.q_norm, hp.rms_eps);
-        rms_norm(k, lv.k_norm, hp.rms_eps);
-      }
-      for (uint32_t hh = 0; hh < hp.n_head; ++hh) {
-        std::span<float> head(q.data() + hh * hd, hd);
-        if (!lv.q_norm.empty() && !whole) rms_norm(head, lv.q_norm, hp.rms_eps);
-        if (rotates) ops::rope(head.data(), cos.data(), sin.data(), hp.n_rot, m_.arch().rope);
-      }
-      for (uint32_t hh = 0; hh < hp.n_head_kv; ++hh) {
-        std::span<float> head(k.data() + hh * hd, hd);
-        if (!lv.k_norm.empty() && !whole) rms_norm(head, lv.k_norm, hp.rms_eps);
-        if (rotates) ops::rope(head.data(), cos.data(), sin.data(), hp.n_rot, m_.arch().rope);
-      }
-      if (m_.arch().scale_queries) {
-        for (float& e : q) e *= hp.query_scale;
-      }
-      if (hp.attn_temp_scale != 0) {
-        const float temperature = hp.query_temperature(pos_);
-        for (float& e : q) e *= temperature;
-      }
-    }
-    // The cache holds half precision, as llama.cpp's (F16) does.
-    // (Latent attention's values are the first part of its keys.)
-    for (float e : k) k_cache_[il].push_back(kernels::f32_to_f16(e));
-    for (float e : v) v_cache_[il].push_back(kernels::f32_to_f16(e));
-    const std::vector<uint16_t>& v_cache = hp.latent ? k_cache_[il] : v_cache_[il];
-    for (float& e : q) e = kernels::round_f16(e);  // Q meets the F16 cache as F16
+      // The cache holds half precision, as llama.cpp's (F16) does.
+      // (Latent attention's values are the first part of its keys.)
+      for (float e : k) k_cache_[il].push_back(kernels::f32_to_f16(e));
+      for (float e : v) v_cache_[il].push_back(kernels::f32_to_f16(e));
+      const std::vector<uint16_t>& v_cache = hp.latent ? k_cache_[il] : v_cache_[il];
+      for (float& e : q) e = kernels::round_f16(e);  // Q meets the F16 cache as F16
 
-    // Scaled dot-product attention (Vaswani et al. 2017), causal, with
-    // grouped-query heads (Ainslie et al. 2023): head hh reads KV head
-    // hh / group. Computed as ggml's CPU flash attention does with an F16
-    // cache (llama.cpp's default, which the reference outputs were made
-    // with): an online softmax (Milakov & Gimelshein 2018) whose running
-    // sum of V rows is kept in half precision. The tiny random models are
-    // sensitive enough that a float accumulator misses their tolerance.
-    // A sliding layer's query sees the last `window` positions (Beltagy et
-    // al. 2020), and Gemma 2 soft-caps the scores.
-    const size_t start = kernels::first_seen(pos_, hp.window_of(il)), n_pos = pos_ + 1 - start;
-    const uint32_t vd = hp.value_dim;
-    std::vector<float> attn(size_t{hp.n_head} * vd, 0.0f);
-    const kernels::Scores scores(m_.arch().scale_queries ? 1.0f : hp.attention_scale_or_default(),
-                                 hp.attn_softcap);
-    // The arithmetic is kernels/attention.h's reference: ggml's flash
-    // attention, step by step.
-    const kernels::HeadDims dims(hd, vd);
-    const kernels::AttendFn attend = kernels::attend_function(kernels::Isa::Reference, dims);
-    for (uint32_t hh = 0; hh < hp.n_head; ++hh) {
-      const size_t kv_head = hh / group;
-      float* out = attn.data() + hh * vd;
-      float state[2];  // with a sink (gpt-oss): the maximum and sum before it joins
-      attend(dims, 1, n_pos, q.data() + hh * hd,
-             k_cache_[il].data() + start * kv_dim + kv_head * hd,
-             v_cache.data() + start * kv_dim + kv_head * vd, kv_dim, scores, out,
-             lv.sinks.empty() ? nullptr : state);
-      if (!lv.sinks.empty()) kernels::finish_head_with_sink(vd, lv.sinks[hh], state, out);
-    }
-    if (hp.latent) {
-      // Each head's mix of latents times its attn_v_b: its value.
-      std::vector<float> values;
+      // Scaled dot-product attention (Vaswani et al. 2017), causal, with
+      // grouped-query heads (Ainslie et al. 2023): head hh reads KV head
+      // hh / group. Computed as ggml's CPU flash attention does with an F16
+      // cache (llama.cpp's default, which the reference outputs were made
+      // with): an online softmax (Milakov & Gimelshein 2018) whose running
+      // sum of V rows is kept in half precision. The tiny random models are
+      // sensitive enough that a float accumulator misses their tolerance.
+      // A sliding layer's query sees the last `window` positions (Beltagy et
+      // al. 2020), and Gemma 2 soft-caps the scores.
+      const size_t start = kernels::first_seen(pos_, hp.window_of(il)), n_pos = pos_ + 1 - start;
+      const uint32_t vd = hp.value_dim;
+      std::vector<float> attn(size_t{hp.n_head} * vd, 0.0f);
+      const kernels::Scores scores(m_.arch().scale_queries ? 1.0f : hp.attention_scale_or_default(),
+                                   hp.attn_softcap);
+      // The arithmetic is kernels/attention.h's reference: ggml's flash
+      // attention, step by step.
+      const kernels::HeadDims dims(hd, vd);
+      const kernels::AttendFn attend = kernels::attend_function(kernels::Isa::Reference, dims);
       for (uint32_t hh = 0; hh < hp.n_head; ++hh) {
-        const std::vector<float> value =
-            matvec(l.wv_b[hh], std::span<const float>(attn.data() + hh * vd, vd));
-        values.insert(values.end(), value.begin(), value.end());
+        const size_t kv_head = hh / group;
+        float* out = attn.data() + hh * vd;
+        float state[2];  // with a sink (gpt-oss): the maximum and sum before it joins
+        attend(dims, 1, n_pos, q.data() + hh * hd,
+               k_cache_[il].data() + start * kv_dim + kv_head * hd,
+               v_cache.data() + start * kv_dim + kv_head * vd, kv_dim, scores, out,
+               lv.sinks.empty() ? nullptr : state);
+        if (!lv.sinks.empty()) kernels::finish_head_with_sink(vd, lv.sinks[hh], state, out);
       }
-      attn = std::move(values);
+      if (hp.latent) {
+        // Each head's mix of latents times its attn_v_b: its value.
+        std::vector<float> values;
+        for (uint32_t hh = 0; hh < hp.n_head; ++hh) {
+          const std::vector<float> value =
+              matvec(l.wv_b[hh], std::span<const float>(attn.data() + hh * vd, vd));
+          values.insert(values.end(), value.begin(), value.end());
+        }
+        attn = std::move(values);
+      }
+      // The query gate (qwen35): the output times its sigmoid.
+      for (size_t i = 0; i < gate.size(); ++i) attn[i] *= ops::sigmoid(gate[i]);
+      attn_out = biased(matvec(l.wo, attn), lv.bo);
     }
-    std::vector<float> attn_out = biased(matvec(l.wo, attn), lv.bo);
     const bool parallel = m_.arch().parallel_block;  // cohere2: the FFN reads h too
     if (!parallel) {
       add_branch(std::move(attn_out), lv.post_attn_norm);

@@ -36,6 +36,9 @@ class ReferenceForward {
                             const std::vector<float>& cos, const std::vector<float>& sin,
                             std::vector<float>& q, std::vector<float>& k) const;
 
+  std::vector<float> delta_net(uint32_t il, const Layer& l, const LayerVectors& lv,
+                               const std::vector<float>& h);
+
   // The model's vectors (norm weights, biases), dequantized once; empty when
   // the model has none.
   const Model& m_;
@@ -45,6 +48,8 @@ class ReferenceForward {
   size_t pos_ = 0;
   // KV cache, half precision: (layer, position, n_head_kv * head_dim), grown as tokens come.
   std::vector<std::vector<uint16_t>> k_cache_, v_cache_;
+  // A recurrent layer's convolution inputs and state (KvCache's layout).
+  std::vector<std::vector<float>> conv_, state_;
   std::vector<float> logits_;  // (n_vocab)
 };
 

@@ -374,6 +374,64 @@ TEST(ModelBind, Deepseek2RefusesBrokenLatentAndExpertKeys) {
   }
 }
 
+// qwen35's Gated DeltaNet keys: each required, the shapes its fused kernel
+// computes, and which layers are recurrent (attention.recurrent_layers,
+// else all but every full_attention_interval-th, 4 by default), shown by
+// the tensor the one layer is then missing first.
+TEST(ModelBind, Qwen35ReadsItsDeltaNetKeysAndRefusesBrokenOnes) {
+  using Overrides = std::map<std::string, gguf::OwnedValue>;
+  const auto bind = [](const Overrides& overrides) {
+    return bind_hparams("qwen35", [&](gguf::GgufWriter& w) {
+      Overrides keys = {
+          {"ssm.conv_kernel", uint32_t{4}},
+          {"ssm.inner_size", uint32_t{64}},
+          {"ssm.state_size", uint32_t{16}},
+          {"ssm.time_step_rank", uint32_t{4}},
+          {"ssm.group_count", uint32_t{2}},
+          {"full_attention_interval", uint32_t{1}},
+          {"rope.dimension_sections", gguf::make_array(std::vector<int32_t>{3, 3, 2, 0})}};
+      for (const auto& [key, value] : overrides) keys[key] = value;
+      for (const auto& [key, value] : keys) {
+        const auto* text = std::get_if<std::string>(&value);  // "": left out
+        if (text == nullptr || !text->empty()) w.set("qwen35." + key, value);
+      }
+    });
+  };
+  const std::string absent;
+  const char* broken = "not supported (value heads a multiple of the key heads";
+  for (const auto& [overrides, what] :
+       {std::pair{Overrides{{"ssm.state_size", absent}}, "qwen35.ssm.state_size"},
+        std::pair{Overrides{{"ssm.group_count", absent}}, "qwen35.ssm.group_count"},
+        std::pair{Overrides{{"ssm.time_step_rank", uint32_t{3}}}, broken},
+        std::pair{Overrides{{"ssm.inner_size", uint32_t{48}}}, broken},
+        std::pair{
+            Overrides{{"ssm.state_size", uint32_t{4096}}, {"ssm.inner_size", uint32_t{16384}}},
+            broken},
+        std::pair{Overrides{{"ssm.conv_kernel", uint32_t{0}}}, broken},
+        std::pair{Overrides{{"full_attention_interval", uint32_t{0}}},
+                  "qwen35.full_attention_interval must not be 0"},
+        std::pair{
+            Overrides{{"attention.recurrent_layers", gguf::make_array(std::vector<uint32_t>{1})}},
+            "'qwen35.attention.recurrent_layers' is not one bool per block (1)"},
+        std::pair{Overrides{{"rope.dimension_sections", absent}}, "qwen35.rope.dimension_sections"},
+        // Layer 0 recurrent: its delta net's tensors.
+        std::pair{Overrides{{"full_attention_interval", absent}},
+                  "tensor 'blk.0.attn_qkv.weight' not found"},
+        std::pair{
+            Overrides{{"attention.recurrent_layers", gguf::make_array(std::vector<bool>{true})}},
+            "tensor 'blk.0.attn_qkv.weight' not found"},
+        // Layer 0 attention: its queries carry the gate's rows too.
+        std::pair{
+            Overrides{{"attention.recurrent_layers", gguf::make_array(std::vector<bool>{false})}},
+            "tensor 'blk.0.attn_q.weight' has shape 64 x 64, expected 64 x 128"},
+        std::pair{Overrides{},
+                  "tensor 'blk.0.attn_q.weight' has shape 64 x 64, expected 64 x 128"}}) {
+    const auto result = bind(overrides);
+    ASSERT_FALSE(result.ok()) << what;
+    EXPECT_NE(result.error().message.find(what), std::string::npos) << result.error().message;
+  }
+}
+
 // llama's layers are a mixture of experts exactly where the file counts
 // experts (Mixtral); expert_count 0 is the dense llama.
 TEST(ModelBind, LlamaHasExpertsWhereTheFileCountsThem) {

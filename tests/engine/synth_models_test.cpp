@@ -168,11 +168,18 @@ TEST(NextN, BlocksAreCountedButNotRun) {
 // by up to 1.3e-4; a step left out moves them by 0.01 and more).
 class ReferenceMoe : public ::testing::TestWithParam<std::string> {};
 
-TEST_P(ReferenceMoe, EqualsTheEngineTokenByToken) {
-  const auto& entry = reference::reference_entry(GetParam(), kFolder);
+// The same for the hybrid qwen35 files (Gated DeltaNet layers), dense and
+// with experts (F32: the reference multiplies in float, where the engine
+// and llama.cpp quantize the activations for quantized weights).
+class ReferenceHybrid : public ::testing::TestWithParam<std::string> {};
+
+// The scalar reference's log-probabilities within 5e-4 of the engine's in
+// one-token orders, along the tokens of the model's reference entry.
+void expect_reference_matches_engine(const std::string& name, bool moe) {
+  const auto& entry = reference::reference_entry(name, kFolder);
   const Synthesized s = synthesize(entry.at("shape"), entry.at("options"));
   ASSERT_TRUE(s.model);
-  ASSERT_NE(s.model->moe(), nullptr);
+  ASSERT_EQ(s.model->moe() != nullptr, moe);
   ForwardOptions alone;
   alone.llama_cpp_orders = false;
   Forward engine(*s.model, alone);
@@ -192,6 +199,91 @@ TEST_P(ReferenceMoe, EqualsTheEngineTokenByToken) {
   fs::remove(s.path);
 }
 
+TEST_P(ReferenceMoe, EqualsTheEngineTokenByToken) {
+  expect_reference_matches_engine(GetParam(), /*moe=*/true);
+}
+
+TEST_P(ReferenceHybrid, EqualsTheEngineTokenByToken) {
+  const bool moe = GetParam().starts_with("tiny-qwen35moe");
+  expect_reference_matches_engine(GetParam(), moe);
+}
+
+// A hybrid model's state goes from token to token: the engine's
+// properties hold through it. The tokens are those of its reference entry.
+class HybridProperties : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    s_ = synthesize("tiny-qwen35", "");
+    ASSERT_TRUE(s_.model);
+    for (const auto& c : reference::reference_entry("tiny-qwen35", kFolder).at("completions")) {
+      for (int32_t t : c.at("prompt_tokens")) tokens_.push_back(t);
+      for (int32_t t : c.at("greedy")) tokens_.push_back(t);
+    }
+    ASSERT_GT(tokens_.size(), 40u);
+  }
+  void TearDown() override { fs::remove(s_.path); }
+  static ForwardOptions one_order(int threads, size_t max_batch = 512) {
+    ForwardOptions o;
+    o.n_threads = threads;
+    o.isa = kernels::detected_isa();
+    o.max_batch = max_batch;
+    o.llama_cpp_orders = false;
+    return o;
+  }
+  Synthesized s_;
+  std::vector<int32_t> tokens_;
+};
+
+TEST_F(HybridProperties, BatchedEqualsTokenByTokenAndThreadsAgree) {
+  Forward batched(*s_.model, one_order(2, 7)), single(*s_.model, one_order(1));
+  const std::span<const float> logits = batched.eval(tokens_, true);
+  const std::vector<float> all(logits.begin(), logits.end());
+  const size_t n_vocab = s_.model->hparams().n_vocab;
+  double worst = 0;
+  for (size_t t = 0; t < tokens_.size(); ++t) {
+    const std::vector<double> a = log_softmax(single.eval({&tokens_[t], 1}));
+    const std::vector<double> b = log_softmax({all.data() + t * n_vocab, n_vocab});
+    for (size_t i = 0; i < n_vocab; ++i) worst = std::max(worst, std::abs(a[i] - b[i]));
+  }
+  EXPECT_LE(worst, 1e-5);
+  Forward one(*s_.model, one_order(1)), two(*s_.model, one_order(2));
+  const std::span<const float> a = one.eval(tokens_, true);
+  const std::vector<float> first(a.begin(), a.end());
+  const std::span<const float> b = two.eval(tokens_, true);
+  EXPECT_TRUE(std::equal(first.begin(), first.end(), b.begin()));  // bit for bit
+}
+
+// Rows and state saved after `cut` tokens and restored elsewhere continue
+// as the uninterrupted run; rows without the state do not.
+TEST_F(HybridProperties, RestoredRowsAndStateContinueExactly) {
+  const size_t cut = tokens_.size() / 2;
+  const std::span<const int32_t> all(tokens_);
+  Forward whole(*s_.model, one_order(2));
+  whole.eval(all.first(cut));
+  const std::span<const float> expected_span = whole.eval(all.subspan(cut));
+  const std::vector<float> expected(expected_span.begin(), expected_span.end());
+
+  Forward first(*s_.model, one_order(2));
+  first.eval(all.first(cut));
+  std::vector<uint8_t> rows, state;
+  first.cache().save(0, cut, rows);
+  first.cache().save_state(state);
+  EXPECT_EQ(state.size(), first.cache().state_bytes());
+  const Hparams::DeltaNet& dn = *s_.model->hparams().delta_net;
+  EXPECT_EQ(state.size(), 3 * (dn.conv_floats() + dn.state_floats()) * sizeof(float));
+
+  Forward resumed(*s_.model, one_order(2));
+  ASSERT_TRUE(resumed.cache().restore(rows, cut).ok());
+  ASSERT_TRUE(resumed.cache().restore_state(state).ok());
+  const std::span<const float> got = resumed.eval(all.subspan(cut));
+  EXPECT_TRUE(std::equal(expected.begin(), expected.end(), got.begin()));
+
+  Forward stateless(*s_.model, one_order(2));
+  ASSERT_TRUE(stateless.cache().restore(rows, cut).ok());
+  const std::span<const float> wrong = stateless.eval(all.subspan(cut));
+  EXPECT_FALSE(std::equal(expected.begin(), expected.end(), wrong.begin()));
+}
+
 std::string test_name(const ::testing::TestParamInfo<std::string>& param) {
   std::string name = param.param;
   for (char& ch : name) {
@@ -207,6 +299,8 @@ INSTANTIATE_TEST_SUITE_P(Synth, RopeScaled, ::testing::ValuesIn(cases("--rope-sc
 INSTANTIATE_TEST_SUITE_P(Synth, ReferenceMoe,
                          ::testing::Values("tiny-qwen2moe", "tiny-mixtral", "tiny-qwen3moe",
                                            "tiny-gpt-oss --sliding-window 16"),
+                         test_name);
+INSTANTIATE_TEST_SUITE_P(Synth, ReferenceHybrid, ::testing::Values("tiny-qwen35", "tiny-qwen35moe"),
                          test_name);
 INSTANTIATE_TEST_SUITE_P(Synth, LongRope, ::testing::ValuesIn(cases("--rope-scaling longrope:")),
                          test_name);
