@@ -42,6 +42,7 @@ Forward::Forward(const Model& model, const ForwardOptions& options)
           options.isa, kernels::HeadDims(model.hparams().head_dim, model.hparams().value_dim))),
       attend_tiles_(kernels::attend_tiles_function(options.isa)),
       swiglu_(kernels::swiglu_function(options.isa)),
+      delta_rule_(kernels::delta_rule_function(options.isa)),
       max_batch_(std::max<size_t>(1, options.max_batch)),
       llama_cpp_orders_(options.llama_cpp_orders),
       pool_(std::make_unique<kernels::ThreadPool>(std::max(1, options.n_threads))),
@@ -438,10 +439,9 @@ void Forward::delta_net(uint32_t il, size_t n) {
       const size_t kh = h % dn.n_k_heads;
       for (size_t t = 0; t < n; ++t) {
         const float* row = dn_conv_.data() + t * channels;
-        ops::delta_rule_step(states + h * d * d, d, row + kh * d, row + key_dim + kh * d,
-                             row + 2 * key_dim + h * d, dn_decay_[t * n_v + h],
-                             dn_beta_[t * n_v + h], dn_out_.data() + t * value_dim + h * d,
-                             delta.data());
+        delta_rule_(states + h * d * d, d, row + kh * d, row + key_dim + kh * d,
+                    row + 2 * key_dim + h * d, dn_decay_[t * n_v + h], dn_beta_[t * n_v + h],
+                    dn_out_.data() + t * value_dim + h * d, delta.data());
       }
     }
   });

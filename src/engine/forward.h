@@ -30,6 +30,7 @@
 #include "engine/model.h"
 #include "kernels/activation.h"
 #include "kernels/attention.h"
+#include "kernels/delta_rule.h"
 #include "kernels/dot.h"
 #include "kernels/thread_pool.h"
 
@@ -115,6 +116,7 @@ class Forward {
   kernels::AttendFn attend_;
   kernels::AttendTilesFn attend_tiles_;
   kernels::SwigluFn swiglu_;
+  kernels::DeltaRuleFn delta_rule_;
   size_t max_batch_;
   bool llama_cpp_orders_;
   std::unique_ptr<kernels::ThreadPool> pool_;

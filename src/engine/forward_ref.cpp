@@ -6,6 +6,7 @@
 #include "base/check.h"
 #include "engine/ops.h"
 #include "kernels/attention.h"
+#include "kernels/delta_rule.h"
 #include "kernels/dequantize.h"
 #include "kernels/dot_float.h"
 #include "kernels/half.h"
@@ -387,9 +388,9 @@ std::vector<float> ReferenceForward::delta_net(uint32_t il, const Layer& l, cons
     const size_t kh = hh % dn.n_k_heads;  // the key head a value head reads
     const float decay = std::exp(ops::softplus(alpha[hh] + lv.ssm_dt[hh]) * lv.ssm_a[hh]);
     float* head = out.data() + hh * d;
-    ops::delta_rule_step(state_[il].data() + hh * d * d, d, conv.data() + kh * d,
-                         conv.data() + key_dim + kh * d, conv.data() + 2 * key_dim + hh * d, decay,
-                         ops::sigmoid(b[hh]), head, delta.data());
+    kernels::delta_rule_reference(
+        state_[il].data() + hh * d * d, d, conv.data() + kh * d, conv.data() + key_dim + kh * d,
+        conv.data() + 2 * key_dim + hh * d, decay, ops::sigmoid(b[hh]), head, delta.data());
     ops::rms_norm(head, lv.ssm_norm.data(), head, d, hp.rms_eps);
     ops::silu_row(z.data() + hh * d, z.data() + hh * d, d);
     for (size_t i = 0; i < d; ++i) head[i] *= z[hh * d + i];

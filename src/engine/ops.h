@@ -12,7 +12,6 @@
 
 #include "engine/model.h"
 #include "kernels/activation.h"
-#include "kernels/dot_float.h"
 
 namespace quip::engine::ops {
 
@@ -274,28 +273,6 @@ inline float conv_step(const float* inputs, const float* taps, size_t n_taps) {
   float sum = 0.0f;
   for (size_t i = 0; i < n_taps; ++i) sum = std::fma(inputs[i], taps[i], sum);
   return sum;
-}
-
-// One token of the gated delta rule (Yang et al. 2024, "Gated Delta
-// Networks") for one head of d, as ggml_gated_delta_net computes it on the
-// CPU. The state S (d x d) is stored by columns: s + j * d is column j. With
-// q and k L2-normed:
-//   S *= decay;  delta_j = (v_j - S[:, j] . k) * beta;  S[:, j] += k * delta_j;
-//   out_j = (S[:, j] . q) / sqrt(d)
-// The dot products as ggml_vec_dot_f32, the updates fused (ggml_vec_mad_f32).
-// `delta`: d floats of scratch.
-inline void delta_rule_step(float* s, size_t d, const float* q, const float* k, const float* v,
-                            float decay, float beta, float* out, float* delta) {
-  for (size_t i = 0; i < d * d; ++i) s[i] *= decay;
-  for (size_t j = 0; j < d; ++j) {
-    delta[j] = (v[j] - kernels::ggml_dot_f32(s + j * d, k, d)) * beta;
-  }
-  for (size_t j = 0; j < d; ++j) {
-    float* column = s + j * d;
-    for (size_t i = 0; i < d; ++i) column[i] = std::fma(k[i], delta[j], column[i]);
-  }
-  const float scale = 1.0f / std::sqrt(static_cast<float>(d));
-  for (size_t j = 0; j < d; ++j) out[j] = kernels::ggml_dot_f32(s + j * d, q, d) * scale;
 }
 
 }  // namespace quip::engine::ops

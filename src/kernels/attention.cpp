@@ -170,6 +170,13 @@ SwigluFn swiglu_function(Isa isa) {
   return fast != nullptr ? fast : swiglu_reference;
 }
 
+DeltaRuleFn delta_rule_function(Isa isa) {
+  DeltaRuleFn fast = nullptr;
+  if (isa == Isa::Avx2) fast = avx2::delta_rule_function();
+  if (isa == Isa::Avx512) fast = avx512::delta_rule_function();
+  return fast != nullptr ? fast : delta_rule_reference;
+}
+
 AttendTilesFn attend_tiles_function(Isa isa) {
   AttendTilesFn fast = nullptr;
   if (isa == Isa::Avx2) fast = avx2::attend_tiles_function();

@@ -5,6 +5,7 @@
 
 #include "kernels/activation.h"
 #include "kernels/attention.h"
+#include "kernels/delta_rule.h"
 #include "kernels/dot.h"
 
 namespace quip::kernels {
@@ -19,6 +20,7 @@ uint64_t int8_madd_rounds(uint64_t rounds);
 AttendFn attend_function(HeadDims dims);
 AttendTilesFn attend_tiles_function();
 SwigluFn swiglu_function();
+DeltaRuleFn delta_rule_function();
 }  // namespace avx2
 namespace avx512 {
 DotFn dot_function(gguf::GgmlType weight, Order order);
@@ -31,5 +33,6 @@ uint64_t int8_madd_rounds(uint64_t rounds);
 AttendFn attend_function(HeadDims dims);
 AttendTilesFn attend_tiles_function();
 SwigluFn swiglu_function();
+DeltaRuleFn delta_rule_function();
 }  // namespace avx512
 }  // namespace quip::kernels
