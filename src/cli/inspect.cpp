@@ -234,6 +234,31 @@ std::string g(double v) {
   return std::string(buf);
 }
 
+// The layers that are recurrent (Gated DeltaNet), and the bytes of their
+// state, which a sequence carries whatever its length (float32).
+uint32_t recurrent_layers(const engine::Hparams& hp) {
+  uint32_t n = 0;
+  for (uint32_t il = 0; il < hp.n_layer; ++il) n += hp.is_recurrent(il) ? 1 : 0;
+  return n;
+}
+
+uint64_t recurrent_state_bytes(const engine::Hparams& hp) {
+  if (!hp.delta_net) return 0;
+  const engine::Hparams::DeltaNet& dn = *hp.delta_net;
+  return recurrent_layers(hp) * (dn.conv_floats() + dn.state_floats()) * sizeof(float);
+}
+
+Json delta_net_json(const engine::Hparams& hp) {
+  if (!hp.delta_net) return nullptr;
+  const engine::Hparams::DeltaNet& dn = *hp.delta_net;
+  return Json{{"recurrent_layers", recurrent_layers(hp)},
+              {"value_heads", dn.n_v_heads},
+              {"key_heads", dn.n_k_heads},
+              {"head_dim", dn.head_dim},
+              {"conv_kernel", dn.conv_kernel},
+              {"state_bytes", recurrent_state_bytes(hp)}};
+}
+
 // How a mixture of experts weighs the experts it chooses.
 std::string expert_weights(const engine::MoeSpec& moe) {
   std::string how = moe.gating == engine::Gating::Softmax   ? "softmax over all experts"
@@ -275,6 +300,7 @@ Json computed_json(const Summary& s) {
               {"attn_temperature_scale", value_or_null(hp.attn_temp_scale)},
               {"nextn_blocks", hp.n_block - hp.n_layer},
               {"attn_sinks", s.spec->sinks},
+              {"delta_net", delta_net_json(hp)},
               {"experts", hp.n_expert == 0
                               ? Json(nullptr)
                               : Json{{"count", hp.n_expert},
@@ -437,6 +463,15 @@ void print_text(const GgufFile& f, const Summary& s, bool list_tensors, std::ost
               std::to_string(mla.mla_value) + " for values");
     }
     if (s.spec->sinks) row("attention sinks", "a logit per head");
+    if (hp.delta_net) {
+      const engine::Hparams::DeltaNet& dn = *hp.delta_net;
+      row("recurrent", "Gated DeltaNet in " + std::to_string(recurrent_layers(hp)) + " of " +
+                           std::to_string(hp.n_layer) + " layers: " + std::to_string(dn.n_v_heads) +
+                           " value heads over " + std::to_string(dn.n_k_heads) + " key heads of " +
+                           std::to_string(dn.head_dim) + ", a convolution of " +
+                           std::to_string(dn.conv_kernel) + " taps; state " +
+                           std::to_string(recurrent_state_bytes(hp)) + " bytes per sequence");
+    }
     if (hp.n_block != hp.n_layer) {
       row("nextn blocks", std::to_string(hp.n_block - hp.n_layer) + " after the " +
                               std::to_string(hp.n_layer) +

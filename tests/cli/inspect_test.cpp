@@ -152,6 +152,27 @@ TEST(InspectText, ShowsHowQuipComputesTheModel) {
   EXPECT_NE(runs.find("not supported"), std::string::npos) << other.out;
 }
 
+// A hybrid file: its recurrent layers, their heads, and the state a
+// sequence carries: 3 layers of (conv 3 x 512 + 4 heads of 64 x 64) floats.
+TEST(InspectText, ShowsTheRecurrentLayers) {
+  testing::TempDir dir;
+  const std::string model = (dir.path() / "q35.gguf").string();
+  ASSERT_TRUE(testing::synthesize(model, "tiny-qwen35", {}));
+  const RunResult r = run_quip({"inspect", model});
+  ASSERT_EQ(r.status, kExitOk) << r.err;
+  const uint64_t state = 3 * (3 * 512 + 4 * 64 * 64) * 4;
+  EXPECT_EQ(text_row(r.out, "recurrent"),
+            "Gated DeltaNet in 3 of 4 layers: 4 value heads over 2 key heads of 64, a "
+            "convolution of 4 taps; state " +
+                std::to_string(state) + " bytes per sequence")
+      << r.out;
+  const RunResult j = run_quip({"inspect", "--json", model});
+  ASSERT_EQ(j.status, kExitOk) << j.err;
+  const auto dn = nlohmann::json::parse(j.out).at("summary").at("computed").at("delta_net");
+  EXPECT_EQ(dn.at("recurrent_layers"), 3);
+  EXPECT_EQ(dn.at("state_bytes"), state);
+}
+
 // RoPE scaling is named by its kind: a YaRN file is not shown as linear.
 TEST(InspectText, NamesTheRopeScaling) {
   testing::TempDir dir;
