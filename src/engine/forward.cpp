@@ -43,6 +43,8 @@ Forward::Forward(const Model& model, const ForwardOptions& options)
       attend_tiles_(kernels::attend_tiles_function(options.isa)),
       swiglu_(kernels::swiglu_function(options.isa)),
       delta_rule_(kernels::delta_rule_function(options.isa)),
+      causal_conv_(kernels::causal_conv_function(options.isa)),
+      silu_row_(kernels::silu_row_function(options.isa)),
       max_batch_(std::max<size_t>(1, options.max_batch)),
       llama_cpp_orders_(options.llama_cpp_orders),
       pool_(std::make_unique<kernels::ThreadPool>(std::max(1, options.n_threads))),
@@ -407,26 +409,20 @@ void Forward::delta_net(uint32_t il, size_t n) {
     }
   }
 
-  // The convolution, channel by channel: each sees its kept inputs (the
-  // cache's), then the batch's; the last kept of those stay for the next.
+  // The convolution: the kept inputs (the cache's), then the batch's; the
+  // last kept of those stay for the next. Then SiLU, and Q's and K's heads
+  // L2-normed.
   float* conv_state = cache_.conv(il);
-  pool_->parallel_for(channels, [&](size_t begin, size_t end) {
-    std::vector<float> inputs(kept + n);
-    for (size_t c = begin; c < end; ++c) {
-      float* state = conv_state + c * kept;
-      std::copy(state, state + kept, inputs.begin());
-      for (size_t t = 0; t < n; ++t) inputs[kept + t] = dn_mixed_[t * channels + c];
-      const float* w = lv.ssm_conv.data() + c * taps;
-      for (size_t t = 0; t < n; ++t) {
-        dn_conv_[t * channels + c] = ops::conv_step(inputs.data() + t, w, taps);
-      }
-      std::copy(inputs.begin() + static_cast<long>(n), inputs.end(), state);
-    }
-  });
+  dn_inputs_.resize((kept + n) * channels);
+  std::copy(conv_state, conv_state + kept * channels, dn_inputs_.begin());
+  std::copy(dn_mixed_.begin(), dn_mixed_.begin() + static_cast<long>(n * channels),
+            dn_inputs_.begin() + static_cast<long>(kept * channels));
+  std::copy(dn_inputs_.begin() + static_cast<long>(n * channels), dn_inputs_.end(), conv_state);
   pool_->parallel_for(n, [&](size_t begin, size_t end) {
     for (size_t t = begin; t < end; ++t) {
       float* row = dn_conv_.data() + t * channels;
-      ops::silu_row(row, row, channels);
+      causal_conv_(dn_inputs_.data() + t * channels, lv.ssm_conv.data(), taps, 1, channels, row);
+      silu_row_(row, row, channels);
       for (size_t h = 0; h < 2 * dn.n_k_heads; ++h) ops::l2_norm(row + h * d, d, hp_.rms_eps);
     }
   });
@@ -452,7 +448,7 @@ void Forward::delta_net(uint32_t il, size_t n) {
       float* out = dn_out_.data() + item * d;
       float* z = dn_z_.data() + item * d;
       ops::rms_norm(out, lv.ssm_norm.data(), out, d, hp_.rms_eps);
-      ops::silu_row(z, z, d);
+      silu_row_(z, z, d);
       for (size_t i = 0; i < d; ++i) out[i] *= z[i];
     }
   });

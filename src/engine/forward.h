@@ -30,7 +30,7 @@
 #include "engine/model.h"
 #include "kernels/activation.h"
 #include "kernels/attention.h"
-#include "kernels/delta_rule.h"
+#include "kernels/delta_net.h"
 #include "kernels/dot.h"
 #include "kernels/thread_pool.h"
 
@@ -117,6 +117,8 @@ class Forward {
   kernels::AttendTilesFn attend_tiles_;
   kernels::SwigluFn swiglu_;
   kernels::DeltaRuleFn delta_rule_;
+  kernels::CausalConvFn causal_conv_;
+  kernels::SiluRowFn silu_row_;
   size_t max_batch_;
   bool llama_cpp_orders_;
   std::unique_ptr<kernels::ThreadPool> pool_;
@@ -143,10 +145,11 @@ class Forward {
   std::vector<float> latent_q_, low_rank_, head_in_, head_out_;
   // A query gate (ArchSpec::query_gate): (batch, n_head * head_dim).
   std::vector<float> query_gate_;
-  // Gated DeltaNet: Q, K and V mixed (batch, conv_dim), convolved; the
+  // Gated DeltaNet: Q, K and V mixed (batch, conv_dim), after the
+  // convolution's kept inputs (kept + batch, conv_dim), convolved; the
   // output's gate z and the heads' outputs (batch, value_dim); each value
   // head's beta and decay (batch, n_v_heads).
-  std::vector<float> dn_mixed_, dn_conv_, dn_z_, dn_out_, dn_beta_, dn_decay_;
+  std::vector<float> dn_mixed_, dn_inputs_, dn_conv_, dn_z_, dn_out_, dn_beta_, dn_decay_;
   // (batch, n_rot / 2) per rotation: [0] the global layers', [sliding_table_]
   // the sliding layers' (1 where they rotate otherwise, else 0).
   std::vector<float> cos_[2], sin_[2];

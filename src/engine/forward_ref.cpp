@@ -6,7 +6,7 @@
 #include "base/check.h"
 #include "engine/ops.h"
 #include "kernels/attention.h"
-#include "kernels/delta_rule.h"
+#include "kernels/delta_net.h"
 #include "kernels/dequantize.h"
 #include "kernels/dot_float.h"
 #include "kernels/half.h"
@@ -373,15 +373,14 @@ std::vector<float> ReferenceForward::delta_net(uint32_t il, const Layer& l, cons
   const std::vector<float> mixed = matvec(l.ssm_qkv, h);
   std::vector<float> z = matvec(l.ssm_z, h);
   const std::vector<float> b = matvec(l.ssm_beta, h), alpha = matvec(l.ssm_alpha, h);
-  std::vector<float> conv(channels), inputs(taps);
-  for (size_t c = 0; c < channels; ++c) {
-    float* earlier = conv_[il].data() + c * (taps - 1);  // the channel's last inputs
-    std::copy(earlier, earlier + taps - 1, inputs.begin());
-    inputs[taps - 1] = mixed[c];
-    conv[c] = ops::conv_step(inputs.data(), lv.ssm_conv.data() + c * taps, taps);
-    std::copy(inputs.begin() + 1, inputs.end(), earlier);
-  }
-  ops::silu_row(conv.data(), conv.data(), channels);
+  // The channels' last taps - 1 inputs (the layer's), then this one.
+  std::vector<float>& earlier = conv_[il];
+  std::vector<float> inputs(earlier);
+  inputs.insert(inputs.end(), mixed.begin(), mixed.end());
+  std::vector<float> conv(channels);
+  kernels::causal_conv_reference(inputs.data(), lv.ssm_conv.data(), taps, 1, channels, conv.data());
+  std::copy(inputs.begin() + static_cast<long>(channels), inputs.end(), earlier.begin());
+  kernels::silu_row_reference(conv.data(), conv.data(), channels);
   for (size_t i = 0; i < 2 * dn.n_k_heads; ++i) ops::l2_norm(conv.data() + i * d, d, hp.rms_eps);
   std::vector<float> out(dn.value_dim()), delta(d);
   for (size_t hh = 0; hh < n_v; ++hh) {
@@ -392,7 +391,7 @@ std::vector<float> ReferenceForward::delta_net(uint32_t il, const Layer& l, cons
         state_[il].data() + hh * d * d, d, conv.data() + kh * d, conv.data() + key_dim + kh * d,
         conv.data() + 2 * key_dim + hh * d, decay, ops::sigmoid(b[hh]), head, delta.data());
     ops::rms_norm(head, lv.ssm_norm.data(), head, d, hp.rms_eps);
-    ops::silu_row(z.data() + hh * d, z.data() + hh * d, d);
+    kernels::silu_row_reference(z.data() + hh * d, z.data() + hh * d, d);
     for (size_t i = 0; i < d; ++i) head[i] *= z[hh * d + i];
   }
   return matvec(l.ssm_out, out);

@@ -976,13 +976,22 @@ LayerVectors::LayerVectors(const Layer& l)
       exp_probs_b(vector_of(l.exp_probs_b)),
       q_a_norm(vector_of(l.q_a_norm)),
       kv_a_norm(vector_of(l.kv_a_norm)),
-      ssm_conv(vector_of(l.ssm_conv)),
+
       ssm_dt(vector_of(l.ssm_dt)),
       ssm_a(vector_of(l.ssm_a)),
       ssm_norm(vector_of(l.ssm_norm)),
       gate_exps_bias(vector_of(l.gate_exps_bias)),
       up_exps_bias(vector_of(l.up_exps_bias)),
       down_exps_bias(vector_of(l.down_exps_bias)) {
+  if (l.ssm_conv) {
+    // The file's taps channel by channel, here tap by tap.
+    const std::vector<float> by_channel = vector_of(l.ssm_conv);
+    const size_t taps = l.ssm_conv.n_in, channels = l.ssm_conv.n_out;
+    ssm_conv.resize(taps * channels);
+    for (size_t c = 0; c < channels; ++c) {
+      for (size_t i = 0; i < taps; ++i) ssm_conv[i * channels + c] = by_channel[c * taps + i];
+    }
+  }
   if (l.bqkv) {
     // Rows Q, then K, then V, as the fused weight's: adding the pieces is
     // adding the whole.

@@ -290,8 +290,8 @@ struct LayerVectors {
   std::vector<float> attn_norm, bq, bk, bv, q_norm, k_norm, bo;
   std::vector<float> ffn_norm, b_gate, b_up, b_down, post_attn_norm, post_ffn_norm;
   std::vector<float> sinks, router_bias, exp_probs_b, q_a_norm, kv_a_norm;
-  // Gated DeltaNet: the convolution's taps (conv_kernel per channel), the
-  // decay's bias and scale, the output's norm.
+  // Gated DeltaNet: the convolution's taps, tap by tap (conv_kernel rows of
+  // conv_dim), the decay's bias and scale, the output's norm.
   std::vector<float> ssm_conv, ssm_dt, ssm_a, ssm_norm;
   // The experts' biases, expert e's row at e * its width; empty without.
   std::vector<float> gate_exps_bias, up_exps_bias, down_exps_bias;
@@ -345,7 +345,8 @@ struct Hparams {
     uint32_t value_dim() const { return n_v_heads * head_dim; }
     uint32_t conv_dim() const { return 2 * key_dim() + value_dim(); }
     // Floats a layer carries from token to token: the convolution's last
-    // conv_kernel - 1 inputs per channel, and every head's state.
+    // conv_kernel - 1 inputs (rows of conv_dim, the oldest first), and
+    // every head's state.
     uint64_t conv_floats() const { return uint64_t{conv_kernel - 1} * conv_dim(); }
     uint64_t state_floats() const { return uint64_t{n_v_heads} * head_dim * head_dim; }
   };

@@ -246,15 +246,6 @@ inline float softplus(float x) {
   return x > 20.0f ? x : std::log(1.0f + std::exp(x));
 }
 
-// ggml_silu over a row of n, as ggml_vec_silu_f32 on AVX-512: 16 at a
-// time as ggml_v_silu (silu above), the last n % 16 as x / (1 + expf(-x))
-// with libm's expf. out may be x.
-inline void silu_row(const float* x, float* out, size_t n) {
-  const size_t vectored = n & ~size_t{15};
-  for (size_t i = 0; i < vectored; ++i) out[i] = silu(x[i]);
-  for (size_t i = vectored; i < n; ++i) out[i] = x[i] / (1.0f + std::exp(-x[i]));
-}
-
 // x / max(|x|, eps) in place, as ggml_compute_forward_l2_norm_f32: the
 // squares rounded to float and summed in double, sqrtf of that sum
 // rounded to float.
@@ -263,16 +254,6 @@ inline void l2_norm(float* x, size_t n, float eps) {
   for (size_t i = 0; i < n; ++i) ss += static_cast<double>(x[i] * x[i]);
   const float scale = 1.0f / std::max(std::sqrt(static_cast<float>(ss)), eps);
   for (size_t i = 0; i < n; ++i) x[i] *= scale;
-}
-
-// One token of a causal depthwise convolution over one channel (ggml_ssm_conv):
-// the last `taps` inputs, the oldest first, times the channel's taps,
-// summed in order in float, each product fused into its sum (GCC's build
-// of ggml).
-inline float conv_step(const float* inputs, const float* taps, size_t n_taps) {
-  float sum = 0.0f;
-  for (size_t i = 0; i < n_taps; ++i) sum = std::fma(inputs[i], taps[i], sum);
-  return sum;
 }
 
 }  // namespace quip::engine::ops

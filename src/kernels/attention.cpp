@@ -177,6 +177,20 @@ DeltaRuleFn delta_rule_function(Isa isa) {
   return fast != nullptr ? fast : delta_rule_reference;
 }
 
+CausalConvFn causal_conv_function(Isa isa) {
+  CausalConvFn fast = nullptr;
+  if (isa == Isa::Avx2) fast = avx2::causal_conv_function();
+  if (isa == Isa::Avx512) fast = avx512::causal_conv_function();
+  return fast != nullptr ? fast : causal_conv_reference;
+}
+
+SiluRowFn silu_row_function(Isa isa) {
+  SiluRowFn fast = nullptr;
+  if (isa == Isa::Avx2) fast = avx2::silu_row_function();
+  if (isa == Isa::Avx512) fast = avx512::silu_row_function();
+  return fast != nullptr ? fast : silu_row_reference;
+}
+
 AttendTilesFn attend_tiles_function(Isa isa) {
   AttendTilesFn fast = nullptr;
   if (isa == Isa::Avx2) fast = avx2::attend_tiles_function();

@@ -5,7 +5,7 @@
 
 #include "kernels/activation.h"
 #include "kernels/attention.h"
-#include "kernels/delta_rule.h"
+#include "kernels/delta_net.h"
 #include "kernels/dot.h"
 
 namespace quip::kernels {
@@ -21,6 +21,8 @@ AttendFn attend_function(HeadDims dims);
 AttendTilesFn attend_tiles_function();
 SwigluFn swiglu_function();
 DeltaRuleFn delta_rule_function();
+CausalConvFn causal_conv_function();
+SiluRowFn silu_row_function();
 }  // namespace avx2
 namespace avx512 {
 DotFn dot_function(gguf::GgmlType weight, Order order);
@@ -34,5 +36,7 @@ AttendFn attend_function(HeadDims dims);
 AttendTilesFn attend_tiles_function();
 SwigluFn swiglu_function();
 DeltaRuleFn delta_rule_function();
+CausalConvFn causal_conv_function();
+SiluRowFn silu_row_function();
 }  // namespace avx512
 }  // namespace quip::kernels

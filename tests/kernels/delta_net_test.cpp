@@ -1,8 +1,11 @@
-// The gated delta rule's step: the reference against the rule it states
-// (in double precision), and every SIMD version against the reference, bit
-// for bit, state and output, over several tokens and head sizes (64-wide
-// vector parts, their leftovers, and heads narrower than one vector).
-#include "kernels/delta_rule.h"
+// A Gated DeltaNet layer's kernels. The gated delta rule's step: the
+// reference against the rule it states (in double precision), and every
+// SIMD version against the reference, bit for bit, state and output, over
+// several tokens and head sizes (64-wide vector parts, their leftovers,
+// and heads narrower than one vector). The causal convolution and SiLU
+// over a row: SIMD against the reference, bit for bit, on widths with and
+// without leftovers.
+#include "kernels/delta_net.h"
 
 #include <gtest/gtest.h>
 
@@ -83,6 +86,51 @@ TEST(DeltaRule, SimdEqualsTheReferenceBitForBit) {
         ASSERT_EQ(std::memcmp(got.data(), want.data(), d * d * sizeof(float)), 0)
             << isa_name(isa) << " d=" << d << " token " << token;
       }
+    }
+  }
+}
+
+TEST(DeltaNet, ConvolutionStatesItsSumAndSimdEqualsIt) {
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> x(-3.0f, 3.0f);
+  for (size_t c : {size_t{5}, size_t{16}, size_t{40}, size_t{512}}) {
+    const size_t taps = 4, n = 6;
+    std::vector<float> in((taps - 1 + n) * c), w(taps * c), want(n * c);
+    for (float& e : in) e = x(rng);
+    for (float& e : w) e = x(rng);
+    causal_conv_reference(in.data(), w.data(), taps, n, c, want.data());
+    for (size_t t = 0; t < n; ++t) {
+      for (size_t ch = 0; ch < c; ch += 7) {
+        double sum = 0;
+        for (size_t i = 0; i < taps; ++i) sum += double{in[(t + i) * c + ch]} * w[i * c + ch];
+        EXPECT_NEAR(want[t * c + ch], sum, 1e-5) << "c=" << c << " t=" << t << " ch=" << ch;
+      }
+    }
+    for (Isa isa : testing::simd_isas()) {
+      std::vector<float> got(n * c);
+      causal_conv_function(isa)(in.data(), w.data(), taps, n, c, got.data());
+      ASSERT_EQ(std::memcmp(got.data(), want.data(), n * c * sizeof(float)), 0)
+          << isa_name(isa) << " c=" << c;
+    }
+  }
+}
+
+TEST(DeltaNet, SiluRowSimdEqualsTheReference) {
+  std::mt19937 rng(12);
+  std::uniform_real_distribution<float> small(-12.0f, 12.0f), wide(-200.0f, 200.0f);
+  for (size_t n : {size_t{3}, size_t{16}, size_t{24}, size_t{64}, size_t{8200}}) {
+    std::vector<float> row(n), want(n);
+    for (size_t i = 0; i < n; ++i) row[i] = i % 97 == 5 ? wide(rng) : small(rng);
+    silu_row_reference(row.data(), want.data(), n);
+    for (size_t i = 0; i < n; ++i) {
+      const double exact = row[i] / (1.0 + std::exp(-double{row[i]}));
+      EXPECT_NEAR(want[i], exact, 1e-5 * (1 + std::fabs(exact))) << i;
+    }
+    for (Isa isa : testing::simd_isas()) {
+      std::vector<float> got = row;
+      silu_row_function(isa)(got.data(), got.data(), n);  // in place
+      ASSERT_EQ(std::memcmp(got.data(), want.data(), n * sizeof(float)), 0)
+          << isa_name(isa) << " n=" << n;
     }
   }
 }
