@@ -26,7 +26,8 @@
 // FFN, or 8 experts, 2 per token, beside a gated shared expert;
 // --state-size N for the delta-net heads' width, 64 by default),
 // qwen2.5-0.5b, llama-3.2-1b, qwen2.5-7b, llama-3.1-8b, qwen3-8b, qwen2.5-14b,
-// qwen3-30b-a3b, gpt-oss-20b and deepseek-v2-lite (their published hyper-parameters;
+// qwen3-30b-a3b, gpt-oss-20b, deepseek-v2-lite, qwen3.5-0.8b and qwen3.5-9b (their published
+// hyper-parameters, the 9B's as transformers' Qwen3_5TextConfig defaults;
 // llama-3.1-8b without its rope_freqs factors, which change no speed). Weights are uniform with the
 // standard deviation of a 0.02 normal, quantized with quip's reference quantizers (the same bytes
 // as llama.cpp's for the same floats); norms are ones and biases small, both
@@ -178,6 +179,17 @@ constexpr Shape kShapes[] = {
      GgmlType::F32, true, 16, 64, 0, 0, 0, 0, 0, 0, 0, 0, 0, 64, 4, 2, 4, 4},
     {"tiny-qwen35moe", "qwen35moe", 64, 4, 4, 2, 96, 512, 8192, 1e7f, 1e-6f, false,
      GgmlType::F32, true, 16, 64, 8, 2, 64, 0, 0, 0, 0, 0, 0, 64, 4, 2, 4, 4},
+    // Qwen3.5-9B (transformers' Qwen3_5TextConfig defaults): 32 layers, every
+    // 4th attention (16 heads of 256 over 4 KV heads, rotation over 64 of
+    // 256, sections [11, 11, 10, 0]), the others delta nets of 32 value heads
+    // over 16 key heads, state 128, 4 taps; untied. Qwen3.5-0.8B (as
+    // published): 24 layers, 8 heads of 256 over 2 KV heads, delta nets of
+    // 16 value heads over 16 key heads; tied output; the 9B's rotation,
+    // rope base, norm epsilon and context.
+    {"qwen3.5-0.8b", "qwen35", 1024, 24, 8, 2, 3584, 248320, 262144, 1e7f, 1e-6f, true,
+     GgmlType::Q8_0, true, 64, 256, 0, 0, 0, 0, 0, 0, 0, 0, 0, 128, 16, 16, 4, 4},
+    {"qwen3.5-9b", "qwen35", 4096, 32, 16, 4, 12288, 248320, 262144, 1e7f, 1e-6f, false,
+     GgmlType::Q4_0, true, 64, 256, 0, 0, 0, 0, 0, 0, 0, 0, 0, 128, 32, 16, 4, 4},
     // clang-format on
 };
 
@@ -734,7 +746,7 @@ int usage() {
       "       tiny-exaone4, tiny-exaone4-64, tiny-cohere2, tiny-qwen3moe, tiny-qwen2moe,\n"
       "       tiny-mixtral, tiny-gpt-oss, tiny-deepseek2, tiny-qwen35, tiny-qwen35moe,\n"
       "       qwen2.5-0.5b, llama-3.2-1b, qwen2.5-7b, llama-3.1-8b, qwen3-8b, qwen2.5-14b,\n"
-      "       qwen3-30b-a3b, gpt-oss-20b, deepseek-v2-lite\n"
+      "       qwen3-30b-a3b, gpt-oss-20b, deepseek-v2-lite, qwen3.5-0.8b, qwen3.5-9b\n"
       "TYPE: f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 iq4_nl mxfp4 q2_k q3_k q4_k q5_k q6_k iq4_xs "
       "(every matrix), q4_k_m q5_k_m (mixes)\n"
       "FTYPE: q4_k_m q5_k_m q6_k iq4_xs mxfp4_moe (llama-quantize's mix of that file type)\n",
@@ -859,8 +871,7 @@ int main(int argc, char** argv) {
   }
   const bool qwen35 = shape->ssm_state != 0;
   if (options.state_size && !qwen35) {
-    std::fprintf(stderr, "quip-synth: --state-size is for tiny-qwen35 and tiny-qwen35moe, not %s\n",
-                 argv[1]);
+    std::fprintf(stderr, "quip-synth: --state-size is for qwen35's shapes, not %s\n", argv[1]);
     return 2;
   }
   // llama.cpp's qwen35 graphs read neither a fused attn_qkv in the
