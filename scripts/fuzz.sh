@@ -43,15 +43,28 @@ elif [ "$kind" = edits ]; then
   printf '\x01\x00\x20\x01\x00\x60\x80' >"$seeds/header"
   printf '\x00\x02\x00\x01\xff\x00\x50' >"$seeds/rows-truncated"
   printf '\x03QUIP-KV' >"$seeds/whole"
+  # Bit 2: the hybrid model's segments (rows and a recurrent state).
+  printf '\x05\x00\x20\x01\x00\x60\x80' >"$seeds/hybrid-header"
+  printf '\x05\x00\x10\xff\xff\x40\x50' >"$seeds/hybrid-state"
 elif [ -d "$shared/models" ]; then
   if [ "$kind" = jinja ]; then
     cp "$shared"/templates/*.jinja "$seeds/"
   elif [ "$kind" = gguf ]; then
-    for f in "$shared"/models/*.gguf "$shared"/vocab/*.gguf; do
+    for f in "$shared"/models/*.gguf "$shared"/vocab/*.gguf "$shared"/archs/*.gguf; do
+      [ -f "$f" ] || continue
       # Headers and metadata sit at the front; whole files would only slow each run.
       head -c 4096 "$f" >"$seeds/$(basename "$f").4k"
       head -c 65536 "$f" >"$seeds/$(basename "$f").64k"
     done
+    # Whole small files of the families whose binding reads the most keys
+    # and tensors (latent attention, Gated DeltaNet), so that mutations
+    # reach Model::bind's checks too.
+    synth=$(dirname "$fuzzer")/quip-synth
+    if [ -x "$synth" ]; then
+      for shape in tiny-qwen35 tiny-qwen35moe tiny-deepseek2; do
+        "$synth" "$shape" "$seeds/$shape.gguf" --type q8_0 >/dev/null
+      done
+    fi
   else
     awk -v dir="$seeds" 'BEGIN { RS = "\n__ggml_vocab_test__\n" } { printf "%s", $0 > (dir "/case" NR) }' \
       "$shared"/vocab/ggml-vocab-llama-bpe.gguf.inp

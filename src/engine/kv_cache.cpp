@@ -55,6 +55,7 @@ size_t KvCache::state_bytes() const {
 void KvCache::save_state(std::vector<uint8_t>& out) const {
   for (size_t l = 0; l < conv_.size(); ++l) {
     for (const auto* floats : {&conv_[l], &state_[l]}) {
+      if (floats->empty()) continue;  // a layer with rows
       const auto* p = reinterpret_cast<const uint8_t*>(floats->data());
       out.insert(out.end(), p, p + floats->size() * sizeof(float));
     }
@@ -69,6 +70,7 @@ Result<void> KvCache::restore_state(std::span<const uint8_t> bytes) {
   const uint8_t* p = bytes.data();
   for (size_t l = 0; l < conv_.size(); ++l) {
     for (auto* floats : {&conv_[l], &state_[l]}) {
+      if (floats->empty()) continue;  // a layer with rows
       std::memcpy(floats->data(), p, floats->size() * sizeof(float));
       p += floats->size() * sizeof(float);
     }

@@ -310,7 +310,7 @@ Result<void> read_attention_keys(const gguf::GgufFile& f, const ArchSpec& spec,
     auto sections = f.get_array(key("rope.dimension_sections"), gguf::ValueType::I32);
     if (!sections) return sections.error();
     const gguf::ArrayView& a = **sections;
-    int32_t sum = 0;
+    int64_t sum = 0;  // of up to four int32 values: no overflow
     for (uint64_t i = 0; i < std::min<uint64_t>(a.length, 4); ++i) {
       hp.rope_sections[i] = a.at<int32_t>(i);
       if (hp.rope_sections[i] < 0) {
@@ -318,7 +318,7 @@ Result<void> read_attention_keys(const gguf::GgufFile& f, const ArchSpec& spec,
       }
       sum += hp.rope_sections[i];
     }
-    if (sum == 0 || static_cast<uint32_t>(sum) > hp.head_dim) {
+    if (sum == 0 || sum > int64_t{hp.head_dim}) {
       return Error{prefix + key("rope.dimension_sections") + " add up to " + std::to_string(sum) +
                    ", not 1 to the head size " + std::to_string(hp.head_dim)};
     }

@@ -414,6 +414,10 @@ TEST(ModelBind, Qwen35ReadsItsDeltaNetKeysAndRefusesBrokenOnes) {
             Overrides{{"attention.recurrent_layers", gguf::make_array(std::vector<uint32_t>{1})}},
             "'qwen35.attention.recurrent_layers' is not one bool per block (1)"},
         std::pair{Overrides{{"rope.dimension_sections", absent}}, "qwen35.rope.dimension_sections"},
+        // Sections whose sum overflows an int32 (found by fuzz_gguf_reader).
+        std::pair{Overrides{{"rope.dimension_sections",
+                             gguf::make_array(std::vector<int32_t>{2147483647, 1, 0, 0})}},
+                  "qwen35.rope.dimension_sections add up to 2147483648"},
         // Layer 0 recurrent: its delta net's tensors.
         std::pair{Overrides{{"full_attention_interval", absent}},
                   "tensor 'blk.0.attn_qkv.weight' not found"},
