@@ -163,39 +163,40 @@ void merge_attention_chunks(size_t value_dim, size_t n_chunks, const float* part
   }
 }
 
+namespace {
+
+// The kernel of `isa`'s table (avx2's or avx512's getter), or the
+// reference where it has none.
+template <class Fn>
+Fn chosen(Isa isa, Fn (*avx2)(), Fn (*avx512)(), Fn reference) {
+  Fn fast = nullptr;
+  if (isa == Isa::Avx2) fast = avx2();
+  if (isa == Isa::Avx512) fast = avx512();
+  return fast != nullptr ? fast : reference;
+}
+
+}  // namespace
+
 SwigluFn swiglu_function(Isa isa) {
-  SwigluFn fast = nullptr;
-  if (isa == Isa::Avx2) fast = avx2::swiglu_function();
-  if (isa == Isa::Avx512) fast = avx512::swiglu_function();
-  return fast != nullptr ? fast : swiglu_reference;
+  return chosen(isa, avx2::swiglu_function, avx512::swiglu_function, swiglu_reference);
 }
 
 DeltaRuleFn delta_rule_function(Isa isa) {
-  DeltaRuleFn fast = nullptr;
-  if (isa == Isa::Avx2) fast = avx2::delta_rule_function();
-  if (isa == Isa::Avx512) fast = avx512::delta_rule_function();
-  return fast != nullptr ? fast : delta_rule_reference;
+  return chosen(isa, avx2::delta_rule_function, avx512::delta_rule_function, delta_rule_reference);
 }
 
 CausalConvFn causal_conv_function(Isa isa) {
-  CausalConvFn fast = nullptr;
-  if (isa == Isa::Avx2) fast = avx2::causal_conv_function();
-  if (isa == Isa::Avx512) fast = avx512::causal_conv_function();
-  return fast != nullptr ? fast : causal_conv_reference;
+  return chosen(isa, avx2::causal_conv_function, avx512::causal_conv_function,
+                causal_conv_reference);
 }
 
 SiluRowFn silu_row_function(Isa isa) {
-  SiluRowFn fast = nullptr;
-  if (isa == Isa::Avx2) fast = avx2::silu_row_function();
-  if (isa == Isa::Avx512) fast = avx512::silu_row_function();
-  return fast != nullptr ? fast : silu_row_reference;
+  return chosen(isa, avx2::silu_row_function, avx512::silu_row_function, silu_row_reference);
 }
 
 AttendTilesFn attend_tiles_function(Isa isa) {
-  AttendTilesFn fast = nullptr;
-  if (isa == Isa::Avx2) fast = avx2::attend_tiles_function();
-  if (isa == Isa::Avx512) fast = avx512::attend_tiles_function();
-  return fast != nullptr ? fast : attend_tiles_reference;
+  return chosen(isa, avx2::attend_tiles_function, avx512::attend_tiles_function,
+                attend_tiles_reference);
 }
 
 AttendFn attend_function(Isa isa, HeadDims dims) {
