@@ -200,6 +200,22 @@ bool is_quips(std::span<const uint8_t> first) {
 }
 
 // A segment's file, checked against what the caller expects of it.
+// The KV type in the header of the segment file at `path`, or 0 where it
+// cannot be read.
+uint32_t stored_kv_type(const fs::path& path) {
+  auto fd = open_regular_file(path);
+  if (!fd) return 0;
+  Header h{};
+  size_t got = 0;
+  while (got < sizeof h) {
+    const ssize_t n = ::read(fd->get(), reinterpret_cast<char*>(&h) + got, sizeof h - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return 0;
+    got += static_cast<size_t>(n);
+  }
+  return h.kv_type;
+}
+
 struct Segment {
   Header header;
   std::vector<uint8_t> bytes;  // the whole file
@@ -422,14 +438,17 @@ Result<void> PrefixCache::save(std::span<const int32_t> tokens, const engine::Kv
   std::vector<uint8_t> head, payload;
   for (size_t end : ends) {
     const fs::path path = model_dir() / key_name(keys[end]);
-    if (::access(path.c_str(), F_OK) == 0) {  // another call stored it
+    const auto state = state_at.find(end);
+    // Another call stored it; written again only to add the state that
+    // this call has for it (a hybrid prefix can end only there).
+    if (::access(path.c_str(), F_OK) == 0 &&
+        (state == state_at.end() || stored_kv_type(path) == kKvF16WithState)) {
       begin = end;
       continue;
     }
     Header h{};
     std::memcpy(h.magic, kMagic, sizeof kMagic);
     h.version = kFormatVersion;
-    const auto state = state_at.find(end);
     h.kv_type = kv_type_of(shape_, state != state_at.end());
     CHECK(shape_.fingerprint.size() == sizeof h.fingerprint);
     std::memcpy(h.fingerprint, shape_.fingerprint.data(), sizeof h.fingerprint);

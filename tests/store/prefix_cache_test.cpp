@@ -262,6 +262,30 @@ TEST_F(PrefixCacheTest, HybridPrefixesEndOnlyWhereAStateWasKept) {
   EXPECT_EQ(restore_hybrid(90, true), 0u);     // only 64 below: no state there
 }
 
+// A segment stored without a state (a block's end) is written again by a
+// call that has the state there, so a hybrid prefix can end there after.
+TEST_F(PrefixCacheTest, HybridStateIsAddedToAStoredSegment) {
+  const engine::KvCache kv = hybrid_filled(100), at_64 = hybrid_filled(64);
+  KvShape hybrid_shape{"0123456789abcdef", 1, kRowWidth, 0, ""};
+  hybrid_shape.state_bytes = kv.state_bytes();
+  PrefixCache c(dir(), hybrid_shape, kDefaultCacheBytes);
+  const auto t = tokens(101);
+  const auto restore_64 = [&] {
+    engine::KvCache r = hybrid();
+    std::vector<std::string> w;
+    const size_t got = c.restore(std::span(t).first(65), r, w);
+    EXPECT_TRUE(w.empty()) << w.front();
+    return got == 64 && state_of(r) == state_of(at_64);
+  };
+  ASSERT_TRUE(c.save(std::span(t).first(100), kv, 0, {}).ok());
+  EXPECT_FALSE(restore_64());  // 64 ends a block, without a state
+  const std::vector<uint8_t> snapshot = state_of(at_64);
+  const EndState states[] = {{64, snapshot}};
+  ASSERT_TRUE(c.save(std::span(t).first(100), kv, 0, {}, {}, states).ok());
+  EXPECT_TRUE(restore_64());
+  EXPECT_EQ(files_under(dir()).size(), 2u);
+}
+
 // A changed byte of a snapshot fails the checksum: the segment goes with a
 // warning, and a shorter prefix with a sound state is restored.
 TEST_F(PrefixCacheTest, HybridBrokenStateIsNeverRestored) {
