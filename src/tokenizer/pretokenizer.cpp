@@ -97,6 +97,10 @@ std::vector<std::string_view> pre_tokenizer_patterns(Pre pre) {
     case Pre::Bloom: return {kBloom};
     case Pre::Viking: return {kBloom, R"(\p{N})"};
     case Pre::Gpt4o: return {kGpt4o};
+    // Runs of newlines and runs of other characters: llama.cpp's own split
+    // for gemma4 (its merges never span a newline); the text's spaces are
+    // already U+2581 here.
+    case Pre::Gemma4: return {R"([^\n]+|[\n]+)"};
   }
   CHECK(false);
   return {};

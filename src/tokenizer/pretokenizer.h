@@ -1,4 +1,4 @@
-// Pre-tokenizers of byte-level BPE vocabularies: a list of regular
+// Pre-tokenizers of BPE vocabularies: a list of regular
 // expressions (PCRE2 with JIT), applied one after the other. Each splits
 // every piece made so far into its matches and the text between them; both
 // are kept, so no byte is ever lost.

@@ -35,22 +35,19 @@ class Tokenizer::Session {
   void encode_text(std::string_view text, bool add_space_prefix, std::vector<TokenId>& out) {
     if (vocab_.model() == Model::Spm) {
       encode_spm(text, add_space_prefix, out);
+    } else if (vocab_.pre() == Pre::Gemma4) {
+      encode_gemma4(text, out);
     } else {
       encode_bpe(text, out);
     }
   }
 
  private:
-  // ---- SentencePiece ----
-  //
-  // As sentencepiece's BPE model (Kudo & Richardson 2018): spaces become
-  // U+2581, the text is split into characters, and the adjacent pair whose
-  // concatenation is the vocabulary's highest-scoring token is merged, again
-  // and again (ties: leftmost first). Characters left that are no token are
-  // written as byte tokens <0xNN>.
-
-  void encode_spm(std::string_view text, bool add_space_prefix, std::vector<TokenId>& out) {
-    std::string& escaped = escaped_.emplace_back();  // kept: the cache's keys point into it
+  // `text` with each space written as U+2581 (and one in front with
+  // `add_space_prefix`), kept for the whole session: the cache's keys point
+  // into it.
+  std::string_view escape_spaces(std::string_view text, bool add_space_prefix) {
+    std::string& escaped = escaped_.emplace_back();
     escaped.reserve(text.size() + 3);
     if (add_space_prefix) escaped += kSpmSpace;
     for (char c : text) {
@@ -60,7 +57,40 @@ class Tokenizer::Session {
         escaped += c;
       }
     }
-    const std::string_view s = escaped;
+    return escaped;
+  }
+
+  struct Symbol {
+    uint32_t start, len;
+    int32_t prev, next;
+  };
+
+  // symbols_ = the characters of `s`, linked in order. Characters by their
+  // lead byte alone, as SentencePiece and llama.cpp split them (a malformed
+  // sequence is no token, so it is written as its bytes in the end anyway).
+  void split_characters(std::string_view s) {
+    symbols_.clear();
+    for (size_t i = 0; i < s.size();) {
+      static constexpr uint8_t kLength[16] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 3, 4};
+      const uint32_t n = std::min<uint32_t>(kLength[static_cast<unsigned char>(s[i]) >> 4],
+                                            static_cast<uint32_t>(s.size() - i));
+      const auto idx = static_cast<int32_t>(symbols_.size());
+      symbols_.push_back(Symbol{static_cast<uint32_t>(i), n, idx - 1, idx + 1});
+      i += n;
+    }
+    if (!symbols_.empty()) symbols_.back().next = -1;
+  }
+
+  // ---- SentencePiece ----
+  //
+  // As sentencepiece's BPE model (Kudo & Richardson 2018): spaces become
+  // U+2581, the text is split into characters, and the adjacent pair whose
+  // concatenation is the vocabulary's highest-scoring token is merged, again
+  // and again (ties: leftmost first). Characters left that are no token are
+  // written as byte tokens <0xNN>.
+
+  void encode_spm(std::string_view text, bool add_space_prefix, std::vector<TokenId>& out) {
+    const std::string_view s = escape_spaces(text, add_space_prefix);
     if (!vocab_.spm_splits_at_spaces()) {
       spm_piece(s, out);
       return;
@@ -83,10 +113,6 @@ class Tokenizer::Session {
     if (begin < s.size()) cached(s.substr(begin), out, &Session::spm_piece);
   }
 
-  struct Symbol {
-    uint32_t start, len;
-    int32_t prev, next;
-  };
   struct SpmBigram {
     float score;
     int32_t left;
@@ -97,19 +123,8 @@ class Tokenizer::Session {
   };
 
   void spm_piece(std::string_view s, std::vector<TokenId>& out) {
-    symbols_.clear();
-    for (size_t i = 0; i < s.size();) {
-      // Characters by their lead byte alone, as SentencePiece and llama.cpp
-      // split them (a malformed sequence is byte-encoded in the end anyway).
-      static constexpr uint8_t kLength[16] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 3, 4};
-      const uint32_t n = std::min<uint32_t>(kLength[static_cast<unsigned char>(s[i]) >> 4],
-                                            static_cast<uint32_t>(s.size() - i));
-      const auto idx = static_cast<int32_t>(symbols_.size());
-      symbols_.push_back(Symbol{static_cast<uint32_t>(i), n, idx - 1, idx + 1});
-      i += n;
-    }
+    split_characters(s);
     if (symbols_.empty()) return;
-    symbols_.back().next = -1;
 
     std::priority_queue<SpmBigram> queue;
     const auto try_add = [&](int32_t left, int32_t right) {
@@ -240,6 +255,80 @@ class Tokenizer::Session {
     }
   }
 
+  // ---- Gemma 4 ----
+  //
+  // As llama.cpp's BPE session with the gemma4 pre-tokenizer (build 9749):
+  // spaces become U+2581 (no space in front), the text is split into runs
+  // of newlines and runs of other characters, and each run's UTF-8
+  // characters are merged by rank as above (ties: leftmost). A run of
+  // newlines that is a token is taken whole. What is left that is no token
+  // is written as its bytes' "<0xNN>" tokens (a byte without one is left
+  // out, as llama.cpp does).
+
+  void encode_gemma4(std::string_view text, std::vector<TokenId>& out) {
+    const std::string_view s = escape_spaces(text, false);
+    words_.clear();
+    pre_->split(s, matcher_, words_);
+    for (std::string_view w : words_) cached(w, out, &Session::gemma4_word);
+  }
+
+  void gemma4_word(std::string_view word, std::vector<TokenId>& out) {
+    if (word.find_first_not_of('\n') == std::string_view::npos) {
+      if (const TokenId id = vocab_.find(word); id != kNoToken) {
+        out.push_back(id);
+        return;
+      }
+    }
+    split_characters(word);
+    ids_.clear();
+    for (const Symbol& sym : symbols_) ids_.push_back(vocab_.find(word.substr(sym.start, sym.len)));
+    std::priority_queue<BpeBigram> queue;
+    const auto try_add = [&](int32_t left, int32_t right) {
+      if (left < 0 || right < 0) return;
+      const TokenId l = ids_[static_cast<size_t>(left)], r = ids_[static_cast<size_t>(right)];
+      if (l == kNoToken || r == kNoToken) return;
+      const uint32_t rank = vocab_.merge_rank(l, r);
+      if (rank != PairIndex::kNoRank) queue.push(BpeBigram{rank, left, l, r});
+    };
+    for (size_t i = 1; i < symbols_.size(); ++i) {
+      try_add(static_cast<int32_t>(i - 1), static_cast<int32_t>(i));
+    }
+    while (!queue.empty()) {
+      const BpeBigram b = queue.top();
+      queue.pop();
+      // A symbol that changed since the pair was queued has another id (a
+      // longer text is another token), or none.
+      Symbol& l = symbols_[static_cast<size_t>(b.left)];
+      if (ids_[static_cast<size_t>(b.left)] != b.left_id || l.next < 0) continue;
+      const auto right = static_cast<size_t>(l.next);
+      if (ids_[right] != b.right_id) continue;
+      Symbol& r = symbols_[right];
+      // llama.cpp merges a pair by the texts the merge names, whether or not
+      // the result is a token (it always is in a vocabulary Hugging Face
+      // would load): a result that is none stays one symbol, written as bytes.
+      ids_[static_cast<size_t>(b.left)] = vocab_.find(word.substr(l.start, l.len + r.len));
+      ids_[right] = kNoToken;
+      l.len += r.len;
+      r.len = 0;
+      l.next = r.next;
+      if (l.next >= 0) symbols_[static_cast<size_t>(l.next)].prev = b.left;
+      try_add(l.prev, b.left);
+      try_add(b.left, l.next);
+    }
+    for (int32_t i = symbols_.empty() ? -1 : 0; i >= 0; i = symbols_[static_cast<size_t>(i)].next) {
+      const Symbol& sym = symbols_[static_cast<size_t>(i)];
+      const TokenId id = ids_[static_cast<size_t>(i)];
+      if (id != kNoToken) {
+        out.push_back(id);
+        continue;
+      }
+      for (char c : word.substr(sym.start, sym.len)) {
+        const TokenId byte = vocab_.byte_token(static_cast<uint8_t>(c));
+        if (byte != kNoToken) out.push_back(byte);
+      }
+    }
+  }
+
   // Appends the tokens of `word`, computing them once per distinct word.
   void cached(std::string_view word, std::vector<TokenId>& out,
               void (Session::*compute)(std::string_view, std::vector<TokenId>&)) {
@@ -256,7 +345,8 @@ class Tokenizer::Session {
   const PreTokenizer* pre_;
   PreTokenizer::Matcher matcher_;
   // Word -> [begin, end) in pool_. Keys are views into the caller's text
-  // (BPE) or into escaped_ (SPM), both alive for the whole session.
+  // (byte-level BPE) or into escaped_ (SPM, gemma4), both alive for the
+  // whole session.
   std::unordered_map<std::string_view, std::pair<uint32_t, uint32_t>> cache_;
   std::vector<TokenId> pool_;
   std::deque<std::string> escaped_;  // a deque: its strings never move
@@ -362,7 +452,7 @@ std::string Tokenizer::piece(TokenId id, bool special) const {
     case TokenType::Normal: break;
   }
   std::string out;
-  if (v.model() == Model::Spm) {
+  if (v.escapes_spaces()) {
     for (size_t i = 0; i < text.size();) {
       if (starts_with_spm_space(text, i)) {
         out += ' ';

@@ -1,6 +1,8 @@
 // Text <-> token ids for a GGUF vocabulary: SentencePiece (score-driven
-// merges, byte fallback) and byte-level BPE (ranked merges after a
-// pre-tokenizer), with special tokens and a streaming detokenizer.
+// merges, byte fallback), byte-level BPE (ranked merges after a
+// pre-tokenizer) and Gemma 4's BPE (ranked merges over UTF-8 with
+// SentencePiece's spaces and byte fallback), with special tokens and a
+// streaming detokenizer.
 //
 // Behaviour follows llama.cpp's tokenizer, so that prompts give the token ids
 // llama.cpp gives (and those of the original Hugging Face tokenizers, which

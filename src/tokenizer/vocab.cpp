@@ -70,6 +70,7 @@ constexpr PreName kPreNames[] = {
     {"chatglm-bpe", Pre::ChatGlm4},
     {"llama4", Pre::Gpt4o},
     {"minimax-m2", Pre::Gpt4o},
+    {"gemma4", Pre::Gemma4},
 };
 
 std::string quote(std::string_view s) {
@@ -201,19 +202,22 @@ Result<Vocab> Vocab::load(const gguf::GgufFile& f, const Options& options) {
 
   auto model = f.get<std::string_view>(k::kTokenizerModel);
   if (!model) return model.error();
+  const bool gemma4 = *model == "gemma4";
   if (*model == "llama") {
     v.model_ = Model::Spm;
-  } else if (*model == "gpt2") {
+  } else if (*model == "gpt2" || gemma4) {
     v.model_ = Model::Bpe;
   } else {
     return fail("key 'tokenizer.ggml.model' is " + quote(*model) +
-                ", expected 'llama' (SentencePiece) or 'gpt2' (byte-level BPE)");
+                ", expected 'llama' (SentencePiece), 'gpt2' (byte-level BPE) or 'gemma4' (BPE "
+                "over UTF-8)");
   }
 
-  // The pre-tokenizer: byte-level BPE needs one; SentencePiece has none.
+  // The pre-tokenizer: BPE needs one; SentencePiece has none. A gemma4
+  // vocabulary has its own whatever tokenizer.ggml.pre says (as in llama.cpp).
   auto pre = f.get_optional<std::string_view>(k::kTokenizerPre);
   if (!pre) return pre.error();
-  v.pre_name_ = std::string(pre->value_or("default"));
+  v.pre_name_ = gemma4 ? std::string("gemma4") : std::string(pre->value_or("default"));
   if (v.model_ == Model::Bpe) {
     const auto it = std::find_if(std::begin(kPreNames), std::end(kPreNames),
                                  [&](const PreName& p) { return p.name == v.pre_name_; });
@@ -298,19 +302,21 @@ Result<Vocab> Vocab::load(const gguf::GgufFile& f, const Options& options) {
 
   // Byte tokens.
   std::fill(std::begin(v.byte_tokens_), std::end(v.byte_tokens_), kNoToken);
-  if (v.model_ == Model::Spm) {
+  if (!v.byte_level()) {
+    // A byte token decodes as the byte its text names.
     for (size_t i = 0; i < n; ++i) {
       if (v.types_[i] == TokenType::Byte && parse_byte_token(v.texts_[i]) < 0) {
         return fail("token " + std::to_string(i) + " has type byte but text " + quote(v.texts_[i]) +
                     ", expected <0x00> to <0xFF>");
       }
     }
-    // As SentencePiece's byte fallback: "<0xNN>", else the byte itself as a token.
+    // As SentencePiece's byte fallback: "<0xNN>", else (SentencePiece only,
+    // as llama.cpp) the byte itself as a token.
     for (int b = 0; b < 256; ++b) {
       char hex[8];
       std::snprintf(hex, sizeof hex, "<0x%02X>", b);
       v.byte_tokens_[b] = v.find(hex);
-      if (v.byte_tokens_[b] == kNoToken) {
+      if (v.byte_tokens_[b] == kNoToken && v.model_ == Model::Spm) {
         const char raw = static_cast<char>(b);
         v.byte_tokens_[b] = v.find(std::string_view(&raw, 1));
       }

@@ -35,10 +35,11 @@ enum class Strip : uint8_t { None, Left, Right };
 
 enum class Model {
   Spm,  // tokenizer.ggml.model = "llama": SentencePiece, score-driven merges
-  Bpe,  // "gpt2": byte-level BPE with ranked merges
+  Bpe,  // "gpt2": byte-level BPE with ranked merges; "gemma4": BPE over UTF-8 (Pre::Gemma4)
 };
 
-// The pre-tokenizer a byte-level BPE vocabulary names in tokenizer.ggml.pre.
+// The pre-tokenizer a BPE vocabulary names in tokenizer.ggml.pre (or, for
+// Gemma 4, in tokenizer.ggml.model).
 enum class Pre {
   Default,
   Gpt2,
@@ -56,6 +57,10 @@ enum class Pre {
   Viking,
   Gpt4o,     // also Llama 4, MiniMax M2
   ChatGlm4,  // Llama 3's pattern, but merges always apply
+  // tokenizer.ggml.model = "gemma4" (Gemma 4): spaces written as U+2581,
+  // lines split from runs of newlines, ranked merges over UTF-8 characters
+  // (no byte map), "<0xNN>" byte tokens for characters left unmerged.
+  Gemma4,
 };
 
 // "<0xNN>" -> NN, or -1 for any other text.
@@ -78,6 +83,12 @@ class Vocab {
 
   Model model() const { return model_; }
   Pre pre() const { return pre_; }
+  // Whether text is tokenized with each space written as U+2581, and token
+  // texts decode with U+2581 as a space (SentencePiece, gemma4).
+  bool escapes_spaces() const { return model_ == Model::Spm || pre_ == Pre::Gemma4; }
+  // Whether token texts spell bytes through GPT-2's byte map (byte-level
+  // BPE); otherwise they are UTF-8 text with "<0xNN>" byte tokens.
+  bool byte_level() const { return model_ == Model::Bpe && pre_ != Pre::Gemma4; }
   std::string_view pre_name() const { return pre_name_; }
   size_t size() const { return texts_.size(); }
 
@@ -98,8 +109,8 @@ class Vocab {
   // pair becomes the token find(text(left) + text(right)).)
   uint32_t merge_rank(TokenId left, TokenId right) const { return merges_.find(left, right); }
 
-  // The token standing for byte b: "<0xNN>" (SPM) or the byte's mapped
-  // character (BPE); kNoToken if the vocabulary has none.
+  // The token standing for byte b: "<0xNN>" (SPM, gemma4) or the byte's
+  // mapped character (byte-level BPE); kNoToken if the vocabulary has none.
   TokenId byte_token(uint8_t b) const { return byte_tokens_[b]; }
 
   // Special tokens (kNoToken when the vocabulary has none): named by the

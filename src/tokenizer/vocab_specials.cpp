@@ -116,10 +116,19 @@ Result<void> Vocab::load_specials(const gguf::GgufFile& f, const std::string& pr
     return b->value_or(fallback);
   };
   // llama.cpp adds BOS by default for SentencePiece and for the byte-level
-  // vocabularies of Llama 3 and Mistral's Tekken.
-  auto add_bos =
-      flag("tokenizer.ggml.add_bos_token", spm || pre_ == Pre::Llama3 || pre_ == Pre::Mistral);
+  // vocabularies of Llama 3 and Mistral's Tekken. Gemma 4 always starts with
+  // BOS: llama.cpp overrides a false add_bos_token (llama.cpp PR 21500).
+  const bool gemma4_bos = pre_ == Pre::Gemma4;
+  auto add_bos = flag("tokenizer.ggml.add_bos_token",
+                      spm || pre_ == Pre::Llama3 || pre_ == Pre::Mistral || gemma4_bos);
   if (!add_bos) return add_bos.error();
+  if (gemma4_bos && !*add_bos) {
+    *add_bos = true;
+    warnings_.push_back(printable(prefix +
+                                      "key 'tokenizer.ggml.add_bos_token' is false, but Gemma 4 "
+                                      "needs its BOS token: taken as true, as llama.cpp does",
+                                  4096));
+  }
   auto add_eos = flag("tokenizer.ggml.add_eos_token", false);
   if (!add_eos) return add_eos.error();
   auto add_space = flag("tokenizer.ggml.add_space_prefix", spm);
@@ -191,6 +200,11 @@ Result<void> Vocab::load_specials(const gguf::GgufFile& f, const std::string& pr
     entry.append(s.key).append("' = ").append(std::to_string(v));
   }
   if (add_bos_ && bos_ == kNoToken) {
+    if (gemma4_bos) {
+      return fail(
+          "key 'tokenizer.ggml.bos_token_id' not found: a gemma4 vocabulary always adds "
+          "its BOS token");
+    }
     return fail("key 'tokenizer.ggml.add_bos_token' is true, but the vocabulary has no BOS token");
   }
   if (add_eos_ && eos_ == kNoToken) {

@@ -1,6 +1,6 @@
 // Pre-tokenizers on their own: every pattern compiles, pieces always cover
-// their input exactly, and known splits of the GPT-2, Llama 3 and Qwen2
-// patterns.
+// their input exactly, and known splits of the GPT-2, Llama 3, Qwen2, Bloom
+// and Gemma 4 patterns.
 #include "tokenizer/pretokenizer.h"
 
 #include <algorithm>
@@ -57,6 +57,7 @@ constexpr NamedPre kAllPres[] = {
     {"Viking", Pre::Viking},
     {"Gpt4o", Pre::Gpt4o},
     {"ChatGlm4", Pre::ChatGlm4},
+    {"Gemma4", Pre::Gemma4},
 };
 
 std::vector<std::string> split(const PreTokenizer& p, std::string_view text) {
@@ -180,6 +181,19 @@ TEST(PreTokenizerSplits, Qwen2DigitsOneByOne) {
   const PreTokenizer p = create_ok(Pre::Qwen2);
   EXPECT_EQ(split(p, "1234"), (Pieces{"1", "2", "3", "4"}));
   EXPECT_EQ(split(p, "Hello world"), (Pieces{"Hello", " world"}));
+}
+
+// Gemma 4's split (llama.cpp's own, not a Hugging Face pattern): runs of
+// newlines and runs of anything else; a space (U+2581 by then) or a "\r"
+// is no newline.
+TEST(PreTokenizerSplits, Gemma4RunsOfNewlines) {
+  const PreTokenizer p = create_ok(Pre::Gemma4);
+  EXPECT_EQ(split(p, "Hello world"), (Pieces{"Hello world"}));
+  EXPECT_EQ(split(p, "a\n\nb\n"), (Pieces{"a", "\n\n", "b", "\n"}));
+  EXPECT_EQ(split(p, "\n\n\n"), (Pieces{"\n\n\n"}));
+  EXPECT_EQ(split(p, " x\r\n\t\n"), (Pieces{" x\r", "\n", "\t", "\n"}));
+  EXPECT_EQ(split(p, "\xE4\xB8\xAD \xE6\x96\x87\n"), (Pieces{"\xE4\xB8\xAD \xE6\x96\x87", "\n"}));
+  EXPECT_EQ(split(p, ""), Pieces{});
 }
 
 // Bloom's pattern keeps a leading space on words and leaves punctuation and

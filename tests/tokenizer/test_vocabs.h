@@ -95,6 +95,22 @@ inline Keys small_bpe() {
   return k;
 }
 
+// A valid Gemma 4 vocabulary: <pad> <eos> <bos>, one byte token, "▁", "a",
+// "▁a" and the merge "▁ a"; BOS and EOS named.
+inline Keys small_gemma4() {
+  Keys k;
+  k.set("general.architecture", std::string("gemma4"));
+  k.set("tokenizer.ggml.model", std::string("gemma4"));
+  k.set("tokenizer.ggml.tokens",
+        strings({"<pad>", "<eos>", "<bos>", "<0x41>", std::string(kSpmSpace), "a",
+                 std::string(kSpmSpace) + "a"}));
+  k.set("tokenizer.ggml.token_type", ints({3, 3, 3, 6, 1, 1, 1}));
+  k.set("tokenizer.ggml.merges", strings({std::string(kSpmSpace) + " a"}));
+  k.set("tokenizer.ggml.bos_token_id", uint32_t{2});
+  k.set("tokenizer.ggml.eos_token_id", uint32_t{1});
+  return k;
+}
+
 // A tokenizer loaded from written bytes (which it does not keep).
 inline Result<Tokenizer> load(const Keys& keys) {
   const std::vector<std::byte> bytes = keys.bytes();

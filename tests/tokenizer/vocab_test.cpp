@@ -42,7 +42,8 @@ struct BrokenCase {
 
 const BrokenCase kBroken[] = {
     {"UnknownModel", [] { return small_spm().set("tokenizer.ggml.model", std::string("bert")); },
-     "key 'tokenizer.ggml.model' is 'bert', expected 'llama' (SentencePiece) or 'gpt2'"},
+     "key 'tokenizer.ggml.model' is 'bert', expected 'llama' (SentencePiece), 'gpt2' (byte-level "
+     "BPE) or 'gemma4'"},
     {"ModelMissing", [] { return small_spm().erase("tokenizer.ggml.model"); },
      "key 'tokenizer.ggml.model' not found"},
     {"ModelWrongType", [] { return small_spm().set("tokenizer.ggml.model", uint32_t{1}); },
@@ -160,6 +161,39 @@ const BrokenCase kBroken[] = {
      "key 'tokenizer.ggml.unknown_token_id' is 100, expected a token id below 6"},
     {"AddBosWrongType", [] { return small_spm().set("tokenizer.ggml.add_bos_token", uint8_t{1}); },
      "key 'tokenizer.ggml.add_bos_token' has type u8, expected bool"},
+    // Gemma 4 (tokenizer.ggml.model = "gemma4"): llama.cpp refuses a file
+    // without merges ("cannot find tokenizer merges in model file").
+    {"Gemma4MergesMissing", [] { return small_gemma4().erase("tokenizer.ggml.merges"); },
+     "key 'tokenizer.ggml.merges' not found"},
+    {"Gemma4MergesNotStrings",
+     [] { return small_gemma4().set("tokenizer.ggml.merges", ints({1})); },
+     "key 'tokenizer.ggml.merges' is an array of i32, expected an array of string"},
+    {"Gemma4MergeNamesUnknownToken",
+     [] { return small_gemma4().set("tokenizer.ggml.merges", strings({"a b"})); },
+     "merge 0 'a b' names the unknown token 'b'"},
+    {"Gemma4MergeWithoutSpace",
+     [] { return small_gemma4().set("tokenizer.ggml.merges", strings({"aa"})); },
+     "merge 0 'aa' is not two tokens separated by a space"},
+    {"Gemma4ByteTokenNotHex",
+     [] {
+       return small_gemma4().set("tokenizer.ggml.token_type", ints({3, 3, 3, 6, 1, 6, 1}));
+     },
+     "token 5 has type byte but text 'a', expected <0x00> to <0xFF>"},
+    // llama.cpp always adds BOS to Gemma 4 text (and aborts there without one).
+    {"Gemma4WithoutBos", [] { return small_gemma4().erase("tokenizer.ggml.bos_token_id"); },
+     "key 'tokenizer.ggml.bos_token_id' not found: a gemma4 vocabulary always adds its BOS token"},
+    {"Gemma4WithoutBosAndAddBosFalse",
+     [] {
+       return small_gemma4()
+           .erase("tokenizer.ggml.bos_token_id")
+           .set("tokenizer.ggml.add_bos_token", false);
+     },
+     "key 'tokenizer.ggml.bos_token_id' not found: a gemma4 vocabulary always adds its BOS token"},
+    {"Gemma4BosOutOfRange",
+     [] { return small_gemma4().set("tokenizer.ggml.bos_token_id", uint32_t{7}); },
+     "key 'tokenizer.ggml.bos_token_id' is 7, expected a token id below 7"},
+    {"Gemma4PreWrongType", [] { return small_gemma4().set("tokenizer.ggml.pre", int32_t{4}); },
+     "key 'tokenizer.ggml.pre' has type i32, expected string"},
     {"AddSpacePrefixWrongType",
      [] { return small_spm().set("tokenizer.ggml.add_space_prefix", std::string("true")); },
      "key 'tokenizer.ggml.add_space_prefix' has type string, expected bool"},
@@ -183,7 +217,7 @@ INSTANTIATE_TEST_SUITE_P(Vocab, VocabBroken, ::testing::ValuesIn(kBroken),
 
 // The vocabularies the catalogue breaks are valid as they are.
 TEST(VocabValid, CatalogueBasesLoad) {
-  for (const Keys& k : {small_spm(), small_bpe()}) {
+  for (const Keys& k : {small_spm(), small_bpe(), small_gemma4()}) {
     auto t = load(k);
     ASSERT_TRUE(t.ok()) << t.error().message;
   }
@@ -197,6 +231,10 @@ TEST(VocabValid, CatalogueBasesLoad) {
   EXPECT_EQ(bpe.vocab().model(), Model::Bpe);
   EXPECT_EQ(bpe.vocab().pre(), Pre::Gpt2);
   EXPECT_EQ(bpe.vocab().bos(), kNoToken);
+  const Tokenizer gemma4 = load_ok(small_gemma4());
+  EXPECT_EQ(gemma4.vocab().model(), Model::Bpe);
+  EXPECT_EQ(gemma4.vocab().pre(), Pre::Gemma4);
+  EXPECT_EQ(gemma4.vocab().bos(), 2);
 }
 
 TEST(TokenizerTinySpm, HigherScoreMergeWins) {
