@@ -57,11 +57,11 @@ elif [ -d "$shared/models" ]; then
       head -c 65536 "$f" >"$seeds/$(basename "$f").64k"
     done
     # Whole small files of the families whose binding reads the most keys
-    # and tensors (latent attention, Gated DeltaNet), so that mutations
+    # and tensors (latent attention, Gated DeltaNet, gemma4's per-layer shapes), so that mutations
     # reach Model::bind's checks too.
     synth=$(dirname "$fuzzer")/quip-synth
     if [ -x "$synth" ]; then
-      for shape in tiny-qwen35 tiny-qwen35moe tiny-deepseek2; do
+      for shape in tiny-qwen35 tiny-qwen35moe tiny-deepseek2 tiny-gemma4 tiny-gemma4moe; do
         "$synth" "$shape" "$seeds/$shape.gguf" --type q8_0 >/dev/null
       done
     fi

@@ -190,8 +190,42 @@ constexpr Shape kShapes[] = {
      GgmlType::Q8_0, true, 64, 256, 0, 0, 0, 0, 0, 0, 0, 0, 0, 128, 16, 16, 4, 4},
     {"qwen3.5-9b", "qwen35", 4096, 32, 16, 4, 12288, 248320, 262144, 1e7f, 1e-6f, false,
      GgmlType::Q4_0, true, 64, 256, 0, 0, 0, 0, 0, 0, 0, 0, 0, 128, 32, 16, 4, 4},
+    // gemma4 (Gemma 4, its per-layer shapes in kGemma4Layers): 4 heads of
+    // 32 in the full-attention layers over 1 KV head. tiny-gemma4 as E2B and
+    // E4B: 6 layers, the last 2 reading earlier ones' keys and values, a
+    // twice as wide FFN there, per-layer embeddings; tiny-gemma4moe as the
+    // 26B-A4B: 4 layers, 8 experts of 32 (2 per token) beside a dense FFN of
+    // 64, the full-attention layer's values its keys' projection.
+    {"tiny-gemma4", "gemma4", 64, 6, 4, 1, 128, 512, 8192, 1e6f, 1e-6f, false,
+     GgmlType::F32, true, 0, 32},
+    {"tiny-gemma4moe", "gemma4", 64, 4, 4, 1, 64, 512, 8192, 1e6f, 1e-6f, false,
+     GgmlType::F32, true, 0, 32, 8, 2, 32},
     // clang-format on
 };
+
+// What gemma4's shapes set per layer: `pattern`, a letter per layer, s
+// sliding and f full attention; the sliding layers' head size and KV heads;
+// the layers at the end that read earlier ones' keys and values; the
+// per-layer embeddings' width (0: none); the sliding window; whether the
+// full-attention layers lack attn_v (Gemma 4's attention_k_eq_v) and
+// whether the sharing layers' FFN is twice as wide (use_double_wide_mlp).
+struct Gemma4Layers {
+  std::string_view shape, pattern;
+  uint32_t swa_head_dim, swa_head_kv, n_shared_kv, n_embd_per_layer, window;
+  bool full_without_v, double_wide;
+};
+
+constexpr Gemma4Layers kGemma4Layers[] = {
+    {"tiny-gemma4", "sssfsf", 16, 2, 2, 16, 8, false, true},
+    {"tiny-gemma4moe", "sssf", 16, 2, 0, 0, 8, true, false},
+};
+
+const Gemma4Layers* gemma4_layers(std::string_view shape) {
+  for (const Gemma4Layers& g : kGemma4Layers) {
+    if (g.shape == shape) return &g;
+  }
+  return nullptr;
+}
 
 // What --type or --mix asked for: one type for every matrix, or the mix of
 // one of llama.cpp's file types.
@@ -367,8 +401,36 @@ int write_model(const Shape& s, const Options& options, const std::string& path)
   const bool deepseek = s.arch == "deepseek2";
   const bool qwen35 = s.arch == "qwen35" || s.arch == "qwen35moe";
   const bool shared_expert = s.arch == "qwen2moe" || s.arch == "qwen35moe";  // n_ff wide
-  w.set(k::arch_key(arch, k::kFeedForwardLength),
-        s.n_expert != 0 && !shared_expert && !deepseek ? s.n_ff_exp : s.n_ff);
+  const Gemma4Layers* gemma4 = gemma4_layers(s.name);
+  // gemma4: the dense FFN's width per layer, twice as wide where the layer
+  // reads another's keys and values (use_double_wide_mlp).
+  const auto gemma4_ff = [&](uint32_t l) {
+    return gemma4->double_wide && l >= s.n_layer - gemma4->n_shared_kv ? 2 * s.n_ff : s.n_ff;
+  };
+  if (gemma4 != nullptr) {
+    std::vector<uint32_t> n_ff(s.n_layer), n_head_kv(s.n_layer);
+    std::vector<bool> sliding(s.n_layer);
+    for (uint32_t l = 0; l < s.n_layer; ++l) {
+      sliding[l] = gemma4->pattern[l] == 's';
+      n_ff[l] = gemma4_ff(l);
+      n_head_kv[l] = sliding[l] ? gemma4->swa_head_kv : s.n_head_kv;
+    }
+    w.set(k::arch_key(arch, k::kFeedForwardLength), make_array(n_ff));
+    w.set(k::arch_key(arch, k::kHeadCountKv), make_array(n_head_kv));
+    w.set(k::arch_key(arch, "attention.sliding_window_pattern"), make_array(sliding));
+    w.set(k::arch_key(arch, "attention.sliding_window"), gemma4->window);
+    w.set(k::arch_key(arch, "attention.key_length_swa"), gemma4->swa_head_dim);
+    w.set(k::arch_key(arch, "attention.value_length_swa"), gemma4->swa_head_dim);
+    w.set(k::arch_key(arch, "rope.dimension_count"), s.head_dim);
+    w.set(k::arch_key(arch, "rope.dimension_count_swa"), gemma4->swa_head_dim);
+    w.set(k::arch_key(arch, "rope.freq_base_swa"), 10000.0f);
+    w.set(k::arch_key(arch, "attention.shared_kv_layers"), gemma4->n_shared_kv);
+    w.set(k::arch_key(arch, "embedding_length_per_layer_input"), gemma4->n_embd_per_layer);
+    w.set(k::arch_key(arch, "final_logit_softcapping"), 30.0f);
+  } else {
+    w.set(k::arch_key(arch, k::kFeedForwardLength),
+          s.n_expert != 0 && !shared_expert && !deepseek ? s.n_ff_exp : s.n_ff);
+  }
   if (s.n_expert != 0) {
     w.set(k::arch_key(arch, "expert_count"), s.n_expert);
     w.set(k::arch_key(arch, "expert_used_count"), s.n_expert_used);
@@ -394,7 +456,7 @@ int write_model(const Shape& s, const Options& options, const std::string& path)
     w.set(k::arch_key(arch, "attention.value_length_mla"), s.mla_value);
   }
   w.set(k::arch_key(arch, k::kHeadCount), s.n_head);
-  w.set(k::arch_key(arch, k::kHeadCountKv), s.n_head_kv);
+  if (gemma4 == nullptr) w.set(k::arch_key(arch, k::kHeadCountKv), s.n_head_kv);
   w.set(k::arch_key(arch, k::kRopeFreqBase), s.rope_base);
   if (s.arch == "cohere2") {  // LayerNorms, and logits times logit_scale
     w.set(k::arch_key(arch, "attention.layer_norm_epsilon"), s.rms_eps);
@@ -640,6 +702,51 @@ int write_model(const Shape& s, const Options& options, const std::string& path)
     matrix(b + "ffn_down_shexp.weight", l, s.n_ff, n_embd);
   };
 
+  // A gemma4 layer (llama.cpp's src/models/gemma4.cpp): its kind's head
+  // size and KV heads; no K or V where it reads an earlier layer's; the
+  // dense FFN and, with experts, the experts beside it with their norms
+  // and scales; the per-layer embedding's gate, projection and norm; the
+  // layer's output scale.
+  const auto write_gemma4_layer = [&](const std::string& b, uint32_t l) {
+    const uint64_t n_embd = s.n_embd;
+    const bool sliding = gemma4->pattern[l] == 's';
+    const uint64_t hd = sliding ? gemma4->swa_head_dim : head_dim;
+    const uint64_t kv_heads = sliding ? gemma4->swa_head_kv : s.n_head_kv;
+    const auto around_one = [](float u) { return 0.5f + u; };
+    ones(b + "attn_norm.weight", n_embd);
+    matrix(b + "attn_q.weight", l, n_embd, s.n_head * hd);
+    ones(b + "attn_q_norm.weight", hd);
+    if (l < s.n_layer - gemma4->n_shared_kv) {
+      matrix(b + "attn_k.weight", l, n_embd, kv_heads * hd);
+      if (sliding || !gemma4->full_without_v) matrix(b + "attn_v.weight", l, n_embd, kv_heads * hd);
+      ones(b + "attn_k_norm.weight", hd);
+    }
+    matrix(b + "attn_output.weight", l, s.n_head * hd, n_embd);
+    ones(b + "post_attention_norm.weight", n_embd);
+    ones(b + "ffn_norm.weight", n_embd);
+    matrix(b + "ffn_gate.weight", l, n_embd, gemma4_ff(l));
+    matrix(b + "ffn_up.weight", l, n_embd, gemma4_ff(l));
+    matrix(b + "ffn_down.weight", l, gemma4_ff(l), n_embd);
+    ones(b + "post_ffw_norm.weight", n_embd);
+    if (s.n_expert != 0) {
+      matrix(b + "ffn_gate_inp.weight", l, n_embd, s.n_expert);
+      drawn(b + "ffn_gate_inp.scale", {n_embd}, around_one);
+      ones(b + "pre_ffw_norm_2.weight", n_embd);
+      ones(b + "post_ffw_norm_1.weight", n_embd);
+      ones(b + "post_ffw_norm_2.weight", n_embd);
+      matrix(b + "ffn_gate_exps.weight", l, n_embd, s.n_ff_exp, s.n_expert);
+      matrix(b + "ffn_up_exps.weight", l, n_embd, s.n_ff_exp, s.n_expert);
+      matrix(b + "ffn_down_exps.weight", l, s.n_ff_exp, n_embd, s.n_expert);
+      drawn(b + "ffn_down_exps.scale", {s.n_expert}, around_one);
+    }
+    if (gemma4->n_embd_per_layer != 0) {
+      matrix(b + "inp_gate.weight", l, n_embd, gemma4->n_embd_per_layer);
+      matrix(b + "proj.weight", l, gemma4->n_embd_per_layer, n_embd);
+      ones(b + "post_norm.weight", n_embd);
+    }
+    drawn(b + "layer_output_scale.weight", {1}, around_one);
+  };
+
   const bool fused_up = s.arch == "phi3" || s.arch == "glm4";
   const bool post_norms = s.arch == "glm4" || s.arch == "exaone4";
   const bool pre_norms = s.arch != "exaone4";  // exaone4 norms the branch outputs only
@@ -656,8 +763,30 @@ int write_model(const Shape& s, const Options& options, const std::string& path)
     factors("rope_factors_long.weight", 1.0f, 2.5f);
     factors("rope_factors_short.weight", 1.0f, 0.0f);
   }
+  if (gemma4 != nullptr) {
+    // The full-attention layers' proportional rotation: a quarter of the
+    // head turns, the rest divided by 1e30 (the converter's rope_freqs).
+    const uint32_t pairs = head_dim / 2, turning = head_dim / 8;
+    w.add_generated_tensor("rope_freqs.weight", f32, {pairs}, pairs * 4,
+                           [=](std::span<std::byte> out) {
+                             for (uint32_t i = 0; i < pairs; ++i) {
+                               const float v = i < turning ? 1.0f : 1e30f;
+                               std::memcpy(out.data() + i * 4, &v, 4);
+                             }
+                           });
+    const uint64_t per_layer = uint64_t{gemma4->n_embd_per_layer} * s.n_layer;
+    if (per_layer != 0) {
+      matrix("per_layer_token_embd.weight", 0, per_layer, s.n_vocab);
+      matrix("per_layer_model_proj.weight", 0, s.n_embd, per_layer);
+      ones("per_layer_proj_norm.weight", gemma4->n_embd_per_layer);
+    }
+  }
   for (uint32_t l = 0; l < s.n_layer + options.nextn; ++l) {
     const std::string b = "blk." + std::to_string(l) + ".";
+    if (gemma4 != nullptr) {
+      write_gemma4_layer(b, l);
+      continue;
+    }
     if (deepseek) {
       write_deepseek2_layer(b, l);
       continue;
@@ -745,6 +874,7 @@ int usage() {
       "SHAPE: tiny, tiny-qwen2, tiny-qwen3, tiny-phi3, tiny-glm4, tiny-mistral3, tiny-qwen3vl,\n"
       "       tiny-exaone4, tiny-exaone4-64, tiny-cohere2, tiny-qwen3moe, tiny-qwen2moe,\n"
       "       tiny-mixtral, tiny-gpt-oss, tiny-deepseek2, tiny-qwen35, tiny-qwen35moe,\n"
+      "       tiny-gemma4, tiny-gemma4moe,\n"
       "       qwen2.5-0.5b, llama-3.2-1b, qwen2.5-7b, llama-3.1-8b, qwen3-8b, qwen2.5-14b,\n"
       "       qwen3-30b-a3b, gpt-oss-20b, deepseek-v2-lite, qwen3.5-0.8b, qwen3.5-9b\n"
       "TYPE: f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 iq4_nl mxfp4 q2_k q3_k q4_k q5_k q6_k iq4_xs "

@@ -472,6 +472,27 @@ void print_text(const GgufFile& f, const Summary& s, bool list_tensors, std::ost
                            std::to_string(dn.conv_kernel) + " taps; state " +
                            std::to_string(recurrent_state_bytes(hp)) + " bytes per sequence");
     }
+    if (!hp.layer_shapes.empty()) {
+      // gemma4: the sliding layers' and the full ones' heads (from their
+      // first layer), the layers that read another's cache, per-layer
+      // embeddings.
+      uint32_t first_full = 0, first_sliding = 0, sharing = 0;
+      for (uint32_t il = hp.n_layer; il-- > 0;) {
+        (hp.slides(il) ? first_sliding : first_full) = il;
+        sharing += hp.kv_layer_of(il) != il ? 1 : 0;
+      }
+      const auto heads = [&](uint32_t il) {
+        return std::to_string(hp.n_head_kv_of(il)) + " KV heads of " +
+               std::to_string(hp.head_dim_of(il)) + ", " + std::to_string(hp.n_rot_of(il)) +
+               " rotated";
+      };
+      row("layer shapes",
+          "sliding: " + heads(first_sliding) + "; full: " + heads(first_full) + "; the last " +
+              std::to_string(sharing) + " layers read earlier layers' keys and values" +
+              (hp.n_embd_per_layer != 0
+                   ? "; per-layer embeddings of " + std::to_string(hp.n_embd_per_layer)
+                   : ""));
+    }
     if (hp.n_block != hp.n_layer) {
       row("nextn blocks", std::to_string(hp.n_block - hp.n_layer) + " after the " +
                               std::to_string(hp.n_layer) +

@@ -32,6 +32,37 @@ void dequantize(const Weight& w, uint64_t r, float* out) {
   kernels::dequantize_row(t.type.type, t.data.data() + r * bytes, out, w.n_in);
 }
 
+// The cache of `hp`'s layers: rows of one width in most models, of each
+// layer's own (or none) in gemma4's.
+KvCache cache_for(const Hparams& hp) {
+  if (!hp.layer_shapes.empty()) {
+    std::vector<uint32_t> widths(hp.n_layer);
+    for (uint32_t il = 0; il < hp.n_layer; ++il) widths[il] = hp.kv_width_of(il);
+    return KvCache(std::move(widths));
+  }
+  return KvCache(hp.n_layer, hp.n_head_kv * hp.head_dim,
+                 /*values_in_keys=*/hp.latent.has_value(), hp.recurrent,
+                 hp.delta_net
+                     ? RecurrentShape{hp.delta_net->conv_floats(), hp.delta_net->state_floats()}
+                     : RecurrentShape{});
+}
+
+// The head size of the sliding layers (every layer's but in gemma4).
+uint32_t sliding_head_dim(const Hparams& hp) {
+  for (uint32_t il = 0; il < hp.n_layer; ++il) {
+    if (hp.slides(il)) return hp.head_dim_of(il);
+  }
+  return hp.head_dim;
+}
+
+// The rotated size of the sliding layers' heads (every layer's but in gemma4).
+uint32_t sliding_n_rot(const Hparams& hp) {
+  for (uint32_t il = 0; il < hp.n_layer; ++il) {
+    if (hp.slides(il)) return hp.n_rot_of(il);
+  }
+  return hp.n_rot;
+}
+
 }  // namespace
 
 Forward::Forward(const Model& model, const ForwardOptions& options)
@@ -40,6 +71,11 @@ Forward::Forward(const Model& model, const ForwardOptions& options)
       isa_(options.isa),
       attend_(kernels::attend_function(
           options.isa, kernels::HeadDims(model.hparams().head_dim, model.hparams().value_dim))),
+      attend_sliding_(kernels::attend_function(
+          options.isa, kernels::HeadDims(sliding_head_dim(model.hparams()),
+                                         model.hparams().layer_shapes.empty()
+                                             ? model.hparams().value_dim
+                                             : sliding_head_dim(model.hparams())))),
       attend_tiles_(kernels::attend_tiles_function(options.isa)),
       swiglu_(kernels::swiglu_function(options.isa)),
       delta_rule_(kernels::delta_rule_function(options.isa)),
@@ -51,13 +87,12 @@ Forward::Forward(const Model& model, const ForwardOptions& options)
       output_norm_(vector_of(model.output_norm())),
       output_bias_(vector_of(model.output_bias())),
       freq_factors_(vector_of(model.rope_factors(options.n_ctx))),
+      ple_proj_norm_(vector_of(model.ple_proj_norm())),
+      max_head_dim_(std::max(model.hparams().head_dim, sliding_head_dim(model.hparams()))),
       pairs_at_origin_(model.hparams().pairs_at_origin()),
-      cache_(model.hparams().n_layer, model.hparams().n_head_kv * model.hparams().head_dim,
-             /*values_in_keys=*/model.hparams().latent.has_value(), model.hparams().recurrent,
-             model.hparams().delta_net ? RecurrentShape{model.hparams().delta_net->conv_floats(),
-                                                        model.hparams().delta_net->state_floats()}
-                                       : RecurrentShape{}),
-      sliding_table_(hp_.window != 0 && !(hp_.rope_sliding == hp_.rope) ? 1 : 0) {
+      cache_(cache_for(model.hparams())),
+      sliding_table_(
+          hp_.window != 0 && (!(hp_.rope_sliding == hp_.rope) || model.arch().gemma4) ? 1 : 0) {
   for (const Layer& l : model.layers()) layers_.emplace_back(l);
 }
 
@@ -77,11 +112,13 @@ std::span<const float> Forward::eval(std::span<const int32_t> tokens, bool all_l
 
 void Forward::eval_batch(std::span<const int32_t> tokens, bool all_logits, float* logits) {
   const size_t n = tokens.size(), pos0 = cache_.size();
-  const size_t q_dim = size_t{hp_.n_head} * hp_.head_dim, kv_dim = cache_.row_width();
+  const size_t q_dim = size_t{hp_.n_head} * max_head_dim_;
+  const size_t kv_dim = std::max<size_t>(cache_.row_width(), size_t{hp_.n_head_kv} * max_head_dim_);
   // Attention's output per head: its values, or with latent attention
   // first the latent, then the value heads made from it.
   const size_t a_dim =
-      size_t{hp_.n_head} * std::max(hp_.value_dim, hp_.latent ? hp_.latent->mla_value : 0);
+      size_t{hp_.n_head} *
+      std::max<size_t>({hp_.value_dim, max_head_dim_, hp_.latent ? hp_.latent->mla_value : 0});
   x_.resize(n * hp_.n_embd), h_.resize(n * hp_.n_embd);
   q_.resize(n * q_dim), attn_.resize(n * a_dim);
   k_.resize(n * kv_dim), v_.resize(n * kv_dim);
@@ -94,16 +131,22 @@ void Forward::eval_batch(std::span<const int32_t> tokens, bool all_logits, float
   if (hp_.embedding_scale != 0) {
     for (size_t i = 0; i < n * hp_.n_embd; ++i) x_[i] *= hp_.embedding_scale;
   }
+  if (hp_.n_embd_per_layer != 0) per_layer_inputs(tokens);
   rope_tables(n, pos0);
   // The rows whose logits are asked for: llama.cpp keeps only those after
   // the last layer's attention (its inp_out_ids), so that layer's FFN and
   // the output see them alone (none at all without logits), and a lone
-  // row is multiplied in a lone token's order.
+  // row is multiplied in a lone token's order. (gemma4's graph keeps
+  // every row to the output norm.)
   kept_from_ = logits == nullptr ? n : all_logits ? 0 : n - 1;
   for (uint32_t il = 0; il < hp_.n_layer; ++il) layer(il, n, pos0);
   cache_.grow_to(pos0 + n);
 
   if (logits == nullptr) return;
+  if (m_.arch().gemma4 && kept_from_ != 0) {
+    std::copy(x_.begin() + static_cast<long>(kept_from_ * hp_.n_embd),
+              x_.begin() + static_cast<long>(n * hp_.n_embd), x_.begin());
+  }
   const size_t n_rows = n - kept_from_;  // x_'s first rows now
   for (size_t t = 0; t < n_rows; ++t) {
     ops::block_norm(hp_, x_.data() + t * hp_.n_embd, output_norm_.data(),
@@ -123,13 +166,16 @@ void Forward::eval_batch(std::span<const int32_t> tokens, bool all_logits, float
 // and layer: one table for the global layers, one for the sliding ones
 // where they rotate otherwise.
 void Forward::rope_tables(size_t n, size_t pos0) {
-  const uint32_t half = hp_.n_rot / 2;
   for (size_t table = 0; table <= sliding_table_; ++table) {
     const RopeFrequencies& rope = table == 0 ? hp_.rope : hp_.rope_sliding;
+    // gemma4's sliding layers rotate their own width, without the factors.
+    const bool gemma4_sliding = table != 0 && m_.arch().gemma4;
+    const uint32_t n_rot = gemma4_sliding ? sliding_n_rot(hp_) : hp_.n_rot;
+    const uint32_t half = n_rot / 2;
+    const bool factors = !freq_factors_.empty() && !gemma4_sliding;
     cos_[table].resize(n * half), sin_[table].resize(n * half);
     for (size_t t = 0; t < n; ++t) {
-      ops::rope_angles(pos0 + t, rope, hp_.n_rot,
-                       freq_factors_.empty() ? nullptr : freq_factors_.data(),
+      ops::rope_angles(pos0 + t, rope, n_rot, factors ? freq_factors_.data() : nullptr,
                        cos_[table].data() + t * half, sin_[table].data() + t * half,
                        pairs_at_origin_.empty() ? nullptr : pairs_at_origin_.data());
     }
@@ -148,19 +194,19 @@ void Forward::layer(uint32_t il, size_t n, size_t pos0) {
   } else {
     // A batch of 64 tokens or more attends as ggml's tiled kernel does,
     // with the queries in float (kernels::attends_in_tiles).
-    const bool tiles = llama_cpp_orders_ && kernels::attends_in_tiles(n, hp_.value_dim);
+    const uint32_t vd = hp_.layer_shapes.empty() ? hp_.value_dim : hp_.head_dim_of(il);
+    const bool tiles = llama_cpp_orders_ && kernels::attends_in_tiles(n, vd);
     if (hp_.latent) {
       latent_queries_and_keys(il, n, pos0, tiles);
     } else {
       queries_and_keys(il, n, pos0, tiles);
     }
     attend(il, n, pos0, tiles);
-    size_t attn_dim = size_t{hp_.n_head} * hp_.value_dim;
+    size_t attn_dim = size_t{hp_.n_head} * vd;
     if (hp_.latent) {
       // Each head's output, a mix of latents, to its value (attn_v_b).
       const size_t width = hp_.latent->mla_value;
-      per_head(l.wv_b, attn_.data(), attn_dim, hp_.value_dim, attn_.data(), hp_.n_head * width,
-               width, n);
+      per_head(l.wv_b, attn_.data(), attn_dim, vd, attn_.data(), hp_.n_head * width, width, n);
       attn_dim = hp_.n_head * width;
     }
     if (m_.arch().query_gate) {
@@ -170,7 +216,11 @@ void Forward::layer(uint32_t il, size_t n, size_t pos0) {
     multiply({{&l.wo, h_.data()}}, attn_.data(), attn_dim, n);
     add_bias(lv.bo, h_.data(), n);
   }
-  if (il + 1 == hp_.n_layer && kept_from_ != 0) {
+  const bool gemma4 = m_.arch().gemma4;
+  if (gemma4 && il + 1 == hp_.n_layer && kept_from_ == n) {
+    return;  // no logits asked for: the last layer's FFN would be thrown away
+  }
+  if (il + 1 == hp_.n_layer && kept_from_ != 0 && !gemma4) {
     // The last layer goes on with the rows whose logits are asked for.
     const size_t from = kept_from_ * n_embd, rows = (n - kept_from_) * n_embd;
     std::copy(h_.begin() + static_cast<long>(from), h_.begin() + static_cast<long>(from + rows),
@@ -192,15 +242,27 @@ void Forward::layer(uint32_t il, size_t n, size_t pos0) {
     pre_norm(lv.ffn_norm, n);
   }
 
+  if (gemma4) {
+    gemma4_ffn(l, lv, il, n);
+    return;
+  }
   if (l.router) {  // a mixture of experts (not in leading dense layers)
     moe_ffn(l, lv, n);
     add_residual(lv.post_ffn_norm, n);
     return;
   }
+  dense_ffn(l, lv, hp_.n_ff_of(il), n);
+  if (parallel) {
+    for (size_t i = 0; i < n * n_embd; ++i) x_[i] = (h_[i] + x_[i]) + branch_[i];
+  } else {
+    add_residual(lv.post_ffn_norm, n);
+  }
+}
 
-  // Gated feed-forward (Shazeer 2020): down(act(gate) * up), act SiLU or
-  // GELU.
-  const size_t n_ff = hp_.n_ff;
+// Gated feed-forward (Shazeer 2020): down(act(gate) * up), act SiLU or
+// GELU.
+void Forward::dense_ffn(const Layer& l, const LayerVectors& lv, size_t n_ff, size_t n) {
+  const size_t n_embd = hp_.n_embd;
   if (l.w_gate) {
     multiply({{&l.w_gate, gate_.data()}, {&l.w_up, up_.data()}}, h_.data(), n_embd, n);
     add_bias(lv.b_gate, gate_.data(), n);
@@ -222,10 +284,81 @@ void Forward::layer(uint32_t il, size_t n, size_t pos0) {
   });
   multiply({{&l.w_down, h_.data()}}, gate_.data(), n_ff, n);
   add_bias(lv.b_down, h_.data(), n);
-  if (parallel) {
-    for (size_t i = 0; i < n * n_embd; ++i) x_[i] = (h_[i] + x_[i]) + branch_[i];
-  } else {
-    add_residual(lv.post_ffn_norm, n);
+}
+
+// gemma4 (llama.cpp's gemma4 graph), x_ holding the attention's residual:
+// the dense FFN of x normed by ffn_norm; where the layer has experts, that
+// normed by post_ffw_norm_1 plus the experts' output normed by
+// post_ffw_norm_2 (their input x normed by pre_ffw_norm_2, the router's
+// x RMS-normed, over sqrt(n_embd), times ffn_gate_inp.scale); normed by
+// post_ffw_norm into the residual. Then the per-layer embedding: x plus
+// post_norm(proj(gelu(inp_gate . x) * this layer's per-layer input)); and
+// x times the layer's output scale.
+void Forward::gemma4_ffn(const Layer& l, const LayerVectors& lv, uint32_t il, size_t n) {
+  const size_t n_embd = hp_.n_embd;  // (h_ is x normed by ffn_norm already)
+  dense_ffn(l, lv, hp_.n_ff_of(il), n);
+  if (l.router) {
+    norm_rows(lv.post_ffn_norm_1, n);
+    branch_.assign(h_.begin(), h_.begin() + static_cast<long>(n * n_embd));
+    const float inv_sqrt = 1.0f / std::sqrt(static_cast<float>(n_embd));
+    router_in_.resize(n * n_embd);
+    for (size_t t = 0; t < n; ++t) {
+      float* row = router_in_.data() + t * n_embd;
+      ops::rms_norm(x_.data() + t * n_embd, nullptr, row, n_embd, hp_.rms_eps);
+      for (size_t i = 0; i < n_embd; ++i) row[i] = (row[i] * inv_sqrt) * lv.router_scale[i];
+    }
+    pre_norm(lv.pre_ffn_norm_2, n);
+    moe_ffn(l, lv, n, router_in_.data());
+    norm_rows(lv.post_ffn_norm_2, n);
+    for (size_t i = 0; i < n * n_embd; ++i) h_[i] = branch_[i] + h_[i];
+  }
+  add_residual(lv.post_ffn_norm, n);
+  if (l.ple_gate) {
+    const size_t width = hp_.n_embd_per_layer, all = size_t{hp_.n_layer} * width;
+    ple_gate_.resize(n * width);
+    multiply({{&l.ple_gate, ple_gate_.data()}}, x_.data(), n_embd, n);
+    for (size_t t = 0; t < n; ++t) {
+      float* gate = ple_gate_.data() + t * width;
+      kernels::geglu(gate, ple_in_.data() + t * all + il * width, gate, width);
+    }
+    multiply({{&l.ple_proj, h_.data()}}, ple_gate_.data(), width, n);
+    norm_rows(lv.ple_norm, n);
+    for (size_t i = 0; i < n * n_embd; ++i) x_[i] += h_[i];
+  }
+  if (!lv.out_scale.empty()) {
+    for (size_t i = 0; i < n * n_embd; ++i) x_[i] *= lv.out_scale[0];
+  }
+}
+
+// gemma4's per-layer inputs of the batch's tokens into ple_in_ (llama.cpp's
+// project_per_layer_inputs): for each layer, the token's row of
+// per_layer_token_embd times sqrt(n_embd_per_layer), plus the scaled
+// embedding (x_) through per_layer_model_proj, over sqrt(n_embd), RMS-normed
+// by per_layer_proj_norm per layer; the sum over sqrt(2).
+void Forward::per_layer_inputs(std::span<const int32_t> tokens) {
+  const size_t n = tokens.size(), width = hp_.n_embd_per_layer;
+  const size_t all = size_t{hp_.n_layer} * width;
+  ple_in_.resize(n * all);
+  multiply({{&m_.ple_model_proj(), ple_in_.data()}}, x_.data(), hp_.n_embd, n);
+  const float proj_scale = 1.0f / std::sqrt(static_cast<float>(hp_.n_embd));
+  const float embd_scale = std::sqrt(static_cast<float>(width));
+  const float input_scale = 1.0f / std::sqrt(2.0f);
+  std::vector<float> embd(all);
+  for (size_t t = 0; t < n; ++t) {
+    dequantize(m_.ple_embd(), static_cast<uint64_t>(tokens[t]), embd.data());
+    float* row = ple_in_.data() + t * all;
+    for (size_t i = 0; i < all; ++i) row[i] *= proj_scale;
+    for (size_t il = 0; il < hp_.n_layer; ++il) {
+      ops::rms_norm(row + il * width, ple_proj_norm_.data(), row + il * width, width, hp_.rms_eps);
+    }
+    for (size_t i = 0; i < all; ++i) row[i] = (row[i] + embd[i] * embd_scale) * input_scale;
+  }
+}
+
+void Forward::norm_rows(const std::vector<float>& norm, size_t n) {
+  for (size_t t = 0; t < n; ++t) {
+    float* row = h_.data() + t * hp_.n_embd;
+    ops::block_norm(hp_, row, norm.data(), row, hp_.n_embd);
   }
 }
 
@@ -235,10 +368,21 @@ void Forward::layer(uint32_t il, size_t n, size_t pos0) {
 void Forward::queries_and_keys(uint32_t il, size_t n, size_t pos0, bool tiles) {
   const Layer& l = m_.layers()[il];
   const LayerVectors& lv = layers_[il];
-  const uint32_t hd = hp_.head_dim, half = hp_.n_rot / 2;
-  const size_t q_dim = size_t{hp_.n_head} * hd, kv_dim = cache_.row_width(), n_embd = hp_.n_embd;
+  const uint32_t hd = hp_.head_dim_of(il), n_rot = hp_.n_rot_of(il), half = n_rot / 2;
+  const uint32_t n_head_kv = hp_.n_head_kv_of(il);
+  const size_t q_dim = size_t{hp_.n_head} * hd, kv_dim = size_t{n_head_kv} * hd;
+  const size_t n_embd = hp_.n_embd;
+  // gemma4: a layer that reads an earlier layer's cache projects only its
+  // queries; one without attn_v takes its keys' projection as its values,
+  // which are RMS-normed without a weight.
+  const bool own_kv = hp_.kv_layer_of(il) == il, gemma4 = m_.arch().gemma4;
   // qkv
-  if (l.wqkv) {
+  if (!own_kv) {
+    multiply({{&l.wq, q_.data()}}, h_.data(), n_embd, n);
+  } else if (gemma4 && !l.wv) {
+    multiply({{&l.wq, q_.data()}, {&l.wk, k_.data()}}, h_.data(), n_embd, n);
+    std::copy(k_.begin(), k_.begin() + static_cast<long>(n * kv_dim), v_.begin());
+  } else if (l.wqkv) {
     // Fused: each token's row is Q, then K, then V.
     const size_t row = q_dim + 2 * kv_dim;
     fused_.resize(n * row);
@@ -274,10 +418,10 @@ void Forward::queries_and_keys(uint32_t il, size_t n, size_t pos0, bool tiles) {
   const std::vector<float>& sin = sin_[window != 0 ? sliding_table_ : 0];
   const auto rotate = [&](float* head, size_t t) {
     if (!rotates) return;
-    ops::rope(head, cos.data() + t * half, sin.data() + t * half, hp_.n_rot, m_.arch().rope);
+    ops::rope(head, cos.data() + t * half, sin.data() + t * half, n_rot, m_.arch().rope);
   };
-  uint16_t* k_cache = cache_.k(il);
-  uint16_t* v_cache = cache_.v(il);
+  uint16_t* k_cache = own_kv ? cache_.k(il) : nullptr;
+  uint16_t* v_cache = own_kv ? cache_.v(il) : nullptr;
   pool_->parallel_for(n, [&](size_t begin, size_t end) {
     for (size_t t = begin; t < end; ++t) {
       float* q = q_.data() + t * q_dim;
@@ -303,13 +447,15 @@ void Forward::queries_and_keys(uint32_t il, size_t n, size_t pos0, bool tiles) {
         const float temperature = hp_.query_temperature(pos0 + t);
         for (size_t i = 0; i < q_dim; ++i) q[i] *= temperature;
       }
-      for (uint32_t h = 0; h < hp_.n_head_kv; ++h) {
+      if (!tiles) {
+        for (size_t i = 0; i < q_dim; ++i) q[i] = kernels::round_f16(q[i]);
+      }
+      if (!own_kv) continue;
+      for (uint32_t h = 0; h < n_head_kv; ++h) {
         if (!lv.k_norm.empty() && !whole)
           ops::rms_norm(k + h * hd, lv.k_norm.data(), k + h * hd, hd, hp_.rms_eps);
         rotate(k + h * hd, t);
-      }
-      if (!tiles) {
-        for (size_t i = 0; i < q_dim; ++i) q[i] = kernels::round_f16(q[i]);
+        if (gemma4) ops::rms_norm(v + h * hd, nullptr, v + h * hd, hd, hp_.rms_eps);
       }
       uint16_t* kc = k_cache + (pos0 + t) * kv_dim;
       uint16_t* vc = v_cache + (pos0 + t) * kv_dim;
@@ -492,17 +638,21 @@ void Forward::per_head(const std::vector<Weight>& w, const float* in, size_t in_
 // attn_ = the attention of the queries in q_ over the cache of layer il.
 void Forward::attend(uint32_t il, size_t n, size_t pos0, bool tiles) {
   const LayerVectors& lv = layers_[il];
-  const uint32_t hd = hp_.head_dim, vd = hp_.value_dim;
+  // gemma4's values are as wide as its keys, per layer.
+  const uint32_t hd = hp_.head_dim_of(il);
+  const uint32_t vd = hp_.layer_shapes.empty() ? hp_.value_dim : hd;
+  const uint32_t n_head_kv = hp_.n_head_kv_of(il), kv_layer = hp_.kv_layer_of(il);
   const kernels::HeadDims dims(hd, vd);
   const size_t q_dim = size_t{hp_.n_head} * hd, a_dim = size_t{hp_.n_head} * vd;
-  const size_t kv_dim = cache_.row_width();
+  const size_t kv_dim = cache_.row_width(kv_layer);
   const size_t window = hp_.window_of(il);
-  const uint16_t* k_cache = cache_.k(il);
-  const uint16_t* v_cache = cache_.v(il);
+  const uint16_t* k_cache = cache_.k(kv_layer);
+  const uint16_t* v_cache = cache_.v(kv_layer);
+  const kernels::AttendFn attend_fn = hp_.slides(il) ? attend_sliding_ : attend_;
   // attention: causal, query t sees positions first_seen(pos0 + t,
   // window)..pos0 + t; grouped-query heads (Ainslie et al. 2023) share KV
   // head h / group.
-  const uint32_t group = hp_.n_head / hp_.n_head_kv;
+  const uint32_t group = hp_.n_head / n_head_kv;
   const kernels::Scores scores(m_.arch().scale_queries ? 1.0f : hp_.attention_scale_or_default(),
                                hp_.attn_softcap);
   if (tiles) {
@@ -530,9 +680,9 @@ void Forward::attend(uint32_t il, size_t n, size_t pos0, bool tiles) {
     const uint32_t chunks = (group + kHeadsPerItem - 1) / kHeadsPerItem;  // per group
     // A token decoded alone over a long cache: in ggml's chunks, merged.
     const size_t split = llama_cpp_orders_ && n == 1 ? kernels::split_attention_chunk(pos0 + 1) : 0;
-    pool_->parallel_for(n * hp_.n_head_kv * chunks, [&](size_t begin, size_t end) {
+    pool_->parallel_for(n * n_head_kv * chunks, [&](size_t begin, size_t end) {
       for (size_t item = begin; item < end; ++item) {
-        const size_t t = item / (hp_.n_head_kv * chunks), rest = item % (hp_.n_head_kv * chunks);
+        const size_t t = item / (n_head_kv * chunks), rest = item % (n_head_kv * chunks);
         const size_t kv_head = rest / chunks, first = rest % chunks * kHeadsPerItem;
         const size_t h = kv_head * group + first;
         const size_t heads = std::min<size_t>(kHeadsPerItem, group - first);
@@ -544,8 +694,8 @@ void Forward::attend(uint32_t il, size_t n, size_t pos0, bool tiles) {
         const float* sinks = lv.sinks.empty() ? nullptr : lv.sinks.data() + h;
         if (split == 0) {
           float states[2 * kHeadsPerItem];  // with sinks: each head's maximum and sum
-          attend_(dims, heads, pos0 + t + 1 - start, q, k + start * kv_dim, v + start * kv_dim,
-                  kv_dim, scores, out, sinks != nullptr ? states : nullptr);
+          attend_fn(dims, heads, pos0 + t + 1 - start, q, k + start * kv_dim, v + start * kv_dim,
+                    kv_dim, scores, out, sinks != nullptr ? states : nullptr);
           for (size_t g = 0; g < heads && sinks != nullptr; ++g) {
             kernels::finish_head_with_sink(vd, sinks[g], states + 2 * g, out + g * vd);
           }
@@ -562,8 +712,8 @@ void Forward::attend(uint32_t il, size_t n, size_t pos0, bool tiles) {
         for (size_t c = 0; c < kChunks && c * split < pos0 + 1; ++c) {
           const size_t from = std::max(c * split, start), to = std::min((c + 1) * split, pos0 + 1);
           if (from >= to) continue;
-          attend_(dims, heads, to - from, q, k + from * kv_dim, v + from * kv_dim, kv_dim, scores,
-                  accs.data() + c * heads * vd, partials.data() + c * heads * 2);
+          attend_fn(dims, heads, to - from, q, k + from * kv_dim, v + from * kv_dim, kv_dim, scores,
+                    accs.data() + c * heads * vd, partials.data() + c * heads * 2);
         }
         for (size_t g = 0; g < heads && sinks != nullptr; ++g) {
           kernels::add_sink(vd, sinks[g], partials.data() + 2 * g, accs.data() + g * vd);
@@ -592,11 +742,11 @@ void Forward::add_bias(const std::vector<float>& bias, float* rows, size_t n) {
 // chose it at once (its rows are read once per batch), each token in the
 // float order of a token alone, as llama.cpp's mul_mat_id multiplies each
 // token's row.
-void Forward::moe_ffn(const Layer& l, const LayerVectors& lv, size_t n) {
+void Forward::moe_ffn(const Layer& l, const LayerVectors& lv, size_t n, const float* router_in) {
   const MoeSpec& spec = *m_.moe();
   const size_t n_embd = hp_.n_embd, n_expert = hp_.n_expert, n_used = hp_.n_expert_used;
   router_.resize(n * n_expert);
-  multiply({{&l.router, router_.data()}}, h_.data(), n_embd, n);
+  multiply({{&l.router, router_.data()}}, router_in != nullptr ? router_in : h_.data(), n_embd, n);
   add_bias(lv.router_bias, router_.data(), n);
   // The choices: token t's k-th expert and weight at [t * n_used + k].
   std::vector<int32_t> chosen(n * n_used);
@@ -617,6 +767,12 @@ void Forward::moe_ffn(const Layer& l, const LayerVectors& lv, size_t n) {
   } else {
     moe_ffn_batch(l, lv, n, chosen.data());
   }
+  // gemma4: each expert's output times its scale (ffn_down_exps.scale).
+  for (size_t c = 0; c < n * n_used && !lv.down_exps_scale.empty(); ++c) {
+    const float scale = lv.down_exps_scale[static_cast<size_t>(chosen[c])];
+    float* row = expert_out_.data() + c * n_embd;
+    for (size_t i = 0; i < n_embd; ++i) row[i] *= scale;
+  }
   for (size_t t = 0; t < n; ++t) {
     ops::join_experts(expert_out_.data() + t * n_used * n_embd, weights.data() + t * n_used, n_used,
                       n_embd, h_.data() + t * n_embd);
@@ -629,11 +785,13 @@ void Forward::moe_ffn(const Layer& l, const LayerVectors& lv, size_t n) {
 // The experts' activation over n values of expert_gate_ and expert_up_,
 // into expert_gate_.
 void Forward::activate_experts(size_t n) {
-  const bool clamped = m_.moe()->activation == Activation::SwiGLUClamped;
+  const Activation activation = m_.moe()->activation;
+  const kernels::SwigluFn act = activation == Activation::SwiGLUClamped ? kernels::swiglu_clamped
+                                : activation == Activation::GeGLU       ? kernels::geglu
+                                                                        : swiglu_;
   pool_->parallel_for(n, [&](size_t begin, size_t end) {
-    (clamped ? kernels::swiglu_clamped : swiglu_)(expert_gate_.data() + begin,
-                                                  expert_up_.data() + begin,
-                                                  expert_gate_.data() + begin, end - begin);
+    act(expert_gate_.data() + begin, expert_up_.data() + begin, expert_gate_.data() + begin,
+        end - begin);
   });
 }
 

@@ -96,7 +96,17 @@ class Forward {
   void delta_net(uint32_t il, size_t n);
   void per_head(const std::vector<Weight>& w, const float* in, size_t in_row, size_t in_width,
                 float* out, size_t out_row, size_t out_width, size_t n);
-  void moe_ffn(const Layer& l, const LayerVectors& lv, size_t n);
+  // h = the dense gated FFN of the n rows of h, n_ff wide.
+  void dense_ffn(const Layer& l, const LayerVectors& lv, size_t n_ff, size_t n);
+  // gemma4's FFN step after the attention's residual: the dense FFN and,
+  // where the layer has them, the experts beside it; then its per-layer
+  // embedding and its output scale.
+  void gemma4_ffn(const Layer& l, const LayerVectors& lv, uint32_t il, size_t n);
+  void per_layer_inputs(std::span<const int32_t> tokens);
+  // The n rows of h_, each RMS-normed by `norm`, in place.
+  void norm_rows(const std::vector<float>& norm, size_t n);
+  // h = the mixture's output; its router reads `router_in` (h itself where null).
+  void moe_ffn(const Layer& l, const LayerVectors& lv, size_t n, const float* router_in = nullptr);
   void moe_ffn_one_token(const Layer& l, const LayerVectors& lv, const int32_t* chosen);
   void moe_ffn_batch(const Layer& l, const LayerVectors& lv, size_t n, const int32_t* chosen);
   void activate_experts(size_t n);
@@ -113,7 +123,7 @@ class Forward {
   const Model& m_;
   const Hparams& hp_;
   kernels::Isa isa_;
-  kernels::AttendFn attend_;
+  kernels::AttendFn attend_, attend_sliding_;  // the latter for gemma4's sliding head size
   kernels::AttendTilesFn attend_tiles_;
   kernels::SwigluFn swiglu_;
   kernels::DeltaRuleFn delta_rule_;
@@ -124,6 +134,8 @@ class Forward {
   std::unique_ptr<kernels::ThreadPool> pool_;
   std::vector<LayerVectors> layers_;
   std::vector<float> output_norm_, output_bias_, freq_factors_;
+  std::vector<float> ple_proj_norm_;      // gemma4's per_layer_proj_norm, or empty
+  size_t max_head_dim_;                   // the widest layer's heads
   std::vector<uint8_t> pairs_at_origin_;  // Hparams::pair_at_origin, or empty
   KvCache cache_;
 
@@ -145,6 +157,10 @@ class Forward {
   std::vector<float> latent_q_, low_rank_, head_in_, head_out_;
   // A query gate (ArchSpec::query_gate): (batch, n_head * head_dim).
   std::vector<float> query_gate_;
+  // gemma4: each token's per-layer inputs (batch, n_layer * n_embd_per_layer),
+  // a layer's gate of them (batch, n_embd_per_layer), the router's input
+  // (batch, n_embd).
+  std::vector<float> ple_in_, ple_gate_, router_in_;
   // Gated DeltaNet: Q, K and V mixed (batch, conv_dim), after the
   // convolution's kept inputs (kept + batch, conv_dim), convolved; the
   // output's gate z and the heads' outputs (batch, value_dim); each value

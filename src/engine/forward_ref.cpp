@@ -436,14 +436,53 @@ void ReferenceForward::latent_query_and_key(const Layer& l, const LayerVectors& 
   }
 }
 
+// Feed-forward block: SwiGLU or GeGLU (Shazeer 2020), down(act(gate(h)) * up(h)).
+std::vector<float> ReferenceForward::dense_ffn(const Layer& l, const LayerVectors& lv,
+                                               const std::vector<float>& h) const {
+  std::vector<float> gate, up;
+  if (l.w_gate) {
+    gate = biased(matvec(l.w_gate, h), lv.b_gate);
+    up = biased(matvec(l.w_up, h), lv.b_up);
+  } else {
+    const std::vector<float> both = matvec(l.w_up, h);  // the gate's, then the up's
+    const auto half = static_cast<long>(both.size() / 2);
+    gate.assign(both.begin(), both.begin() + half);
+    up.assign(both.begin() + half, both.end());
+  }
+  if (m_.arch().ffn == Activation::GeGLU) {
+    kernels::geglu(gate.data(), up.data(), gate.data(), gate.size());
+  } else {
+    for (size_t i = 0; i < gate.size(); ++i) gate[i] = silu(gate[i]) * up[i];
+  }
+  return biased(matvec(l.w_down, gate), lv.b_down);
+}
+
 std::span<const float> ReferenceForward::step(int32_t token) {
   const Hparams& hp = m_.hparams();
   CHECK(token >= 0 && static_cast<uint32_t>(token) < hp.n_vocab);
-  const uint32_t hd = hp.head_dim, kv_dim = hp.n_head_kv * hd, group = hp.n_head / hp.n_head_kv;
-
   std::vector<float> x = row(m_.token_embd(), static_cast<uint64_t>(token));  // (n_embd)
   if (hp.embedding_scale != 0) {
     for (float& e : x) e *= hp.embedding_scale;
+  }
+  // gemma4's per-layer inputs (n_layer rows of n_embd_per_layer): the
+  // token's row of per_layer_token_embd times sqrt(width), plus the scaled
+  // embedding projected, over sqrt(n_embd), normed per layer; over sqrt(2).
+  std::vector<float> per_layer;
+  if (hp.n_embd_per_layer != 0) {
+    const size_t width = hp.n_embd_per_layer;
+    per_layer = matvec(m_.ple_model_proj(), x);
+    const std::vector<float> embd = row(m_.ple_embd(), static_cast<uint64_t>(token));
+    const std::vector<float> norm = vector_of(m_.ple_proj_norm());
+    const float proj_scale = 1.0f / std::sqrt(static_cast<float>(hp.n_embd));
+    const float embd_scale = std::sqrt(static_cast<float>(width)), half = 1.0f / std::sqrt(2.0f);
+    for (float& e : per_layer) e *= proj_scale;
+    for (size_t il = 0; il < hp.n_layer; ++il) {
+      std::span<float> part(per_layer.data() + il * width, width);
+      rms_norm(part, norm, hp.rms_eps);
+    }
+    for (size_t i = 0; i < per_layer.size(); ++i) {
+      per_layer[i] = (per_layer[i] + embd[i] * embd_scale) * half;
+    }
   }
   // A branch's output into the residual stream, scaled first where the
   // model says so.
@@ -458,10 +497,17 @@ std::span<const float> ReferenceForward::step(int32_t token) {
   for (uint32_t il = 0; il < hp.n_layer; ++il) {
     const Layer& l = m_.layers()[il];
     const bool rotates = hp.rotates(il, m_.arch());
-    // A sliding layer's rotation may have its own base and scale.
-    std::vector<float> cos(hp.n_rot / 2), sin(hp.n_rot / 2);
-    ops::rope_angles(pos_, hp.rope_of(il), hp.n_rot,
-                     freq_factors_.empty() ? nullptr : freq_factors_.data(), cos.data(), sin.data(),
+    // The layer's shape (gemma4's differ), and the layer whose keys and
+    // values it reads (an earlier one in gemma4's last layers).
+    const uint32_t hd = hp.head_dim_of(il), n_head_kv = hp.n_head_kv_of(il);
+    const uint32_t kv_dim = n_head_kv * hd, group = hp.n_head / n_head_kv, n_rot = hp.n_rot_of(il);
+    const uint32_t kv_layer = hp.kv_layer_of(il);
+    const bool gemma4 = m_.arch().gemma4;
+    // A sliding layer's rotation may have its own base, scale and width.
+    const bool factors = !freq_factors_.empty() && m_.rope_factors_apply(il);
+    std::vector<float> cos(n_rot / 2), sin(n_rot / 2);
+    ops::rope_angles(pos_, hp.rope_of(il), n_rot, factors ? freq_factors_.data() : nullptr,
+                     cos.data(), sin.data(),
                      pairs_at_origin_.empty() ? nullptr : pairs_at_origin_.data());
 
     // Attention block.
@@ -485,10 +531,12 @@ std::span<const float> ReferenceForward::step(int32_t token) {
           k.assign(qkv.begin() + static_cast<long>(q_dim),
                    qkv.begin() + static_cast<long>(q_dim + kv_dim));
           v.assign(qkv.begin() + static_cast<long>(q_dim + kv_dim), qkv.end());
+        } else if (kv_layer != il) {
+          q = matvec(l.wq, h);  // gemma4: the keys and values are an earlier layer's
         } else {
           q = matvec(l.wq, h);
           k = matvec(l.wk, h);
-          v = matvec(l.wv, h);
+          v = l.wv || !gemma4 ? matvec(l.wv, h) : k;  // gemma4 without attn_v: the keys'
         }
         if (m_.arch().query_gate) {
           // Each head's query, then as many values of its gate.
@@ -511,12 +559,15 @@ std::span<const float> ReferenceForward::step(int32_t token) {
         for (uint32_t hh = 0; hh < hp.n_head; ++hh) {
           std::span<float> head(q.data() + hh * hd, hd);
           if (!lv.q_norm.empty() && !whole) rms_norm(head, lv.q_norm, hp.rms_eps);
-          if (rotates) ops::rope(head.data(), cos.data(), sin.data(), hp.n_rot, m_.arch().rope);
+          if (rotates) ops::rope(head.data(), cos.data(), sin.data(), n_rot, m_.arch().rope);
         }
-        for (uint32_t hh = 0; hh < hp.n_head_kv; ++hh) {
+        for (uint32_t hh = 0; hh < n_head_kv && !k.empty(); ++hh) {
           std::span<float> head(k.data() + hh * hd, hd);
           if (!lv.k_norm.empty() && !whole) rms_norm(head, lv.k_norm, hp.rms_eps);
-          if (rotates) ops::rope(head.data(), cos.data(), sin.data(), hp.n_rot, m_.arch().rope);
+          if (rotates) ops::rope(head.data(), cos.data(), sin.data(), n_rot, m_.arch().rope);
+          // gemma4's values: RMS-normed without a weight.
+          if (gemma4)
+            ops::rms_norm(v.data() + hh * hd, nullptr, v.data() + hh * hd, hd, hp.rms_eps);
         }
         if (m_.arch().scale_queries) {
           for (float& e : q) e *= hp.query_scale;
@@ -530,7 +581,8 @@ std::span<const float> ReferenceForward::step(int32_t token) {
       // (Latent attention's values are the first part of its keys.)
       for (float e : k) k_cache_[il].push_back(kernels::f32_to_f16(e));
       for (float e : v) v_cache_[il].push_back(kernels::f32_to_f16(e));
-      const std::vector<uint16_t>& v_cache = hp.latent ? k_cache_[il] : v_cache_[il];
+      const std::vector<uint16_t>& k_cache = k_cache_[kv_layer];
+      const std::vector<uint16_t>& v_cache = hp.latent ? k_cache_[il] : v_cache_[kv_layer];
       for (float& e : q) e = kernels::round_f16(e);  // Q meets the F16 cache as F16
 
       // Scaled dot-product attention (Vaswani et al. 2017), causal, with
@@ -543,7 +595,7 @@ std::span<const float> ReferenceForward::step(int32_t token) {
       // A sliding layer's query sees the last `window` positions (Beltagy et
       // al. 2020), and Gemma 2 soft-caps the scores.
       const size_t start = kernels::first_seen(pos_, hp.window_of(il)), n_pos = pos_ + 1 - start;
-      const uint32_t vd = hp.value_dim;
+      const uint32_t vd = hp.layer_shapes.empty() ? hp.value_dim : hd;
       std::vector<float> attn(size_t{hp.n_head} * vd, 0.0f);
       const kernels::Scores scores(m_.arch().scale_queries ? 1.0f : hp.attention_scale_or_default(),
                                    hp.attn_softcap);
@@ -555,8 +607,7 @@ std::span<const float> ReferenceForward::step(int32_t token) {
         const size_t kv_head = hh / group;
         float* out = attn.data() + hh * vd;
         float state[2];  // with a sink (gpt-oss): the maximum and sum before it joins
-        attend(dims, 1, n_pos, q.data() + hh * hd,
-               k_cache_[il].data() + start * kv_dim + kv_head * hd,
+        attend(dims, 1, n_pos, q.data() + hh * hd, k_cache.data() + start * kv_dim + kv_head * hd,
                v_cache.data() + start * kv_dim + kv_head * vd, kv_dim, scores, out,
                lv.sinks.empty() ? nullptr : state);
         if (!lv.sinks.empty()) kernels::finish_head_with_sink(vd, lv.sinks[hh], state, out);
@@ -583,11 +634,29 @@ std::span<const float> ReferenceForward::step(int32_t token) {
         ops::block_norm(hp, h.data(), lv.ffn_norm.data(), h.data(), h.size());
     }
 
+    // gemma4: the dense FFN, then (with experts) that normed plus the
+    // experts' output normed, their input x normed by pre_ffw_norm_2 and
+    // the router's x RMS-normed, over sqrt(n_embd), times its scale.
+    std::vector<float> dense_out;
+    std::vector<float> router_in = h;
+    if (gemma4) {
+      dense_out = dense_ffn(l, lv, h);
+      if (l.router) {
+        ops::rms_norm(dense_out.data(), lv.post_ffn_norm_1.data(), dense_out.data(),
+                      dense_out.size(), hp.rms_eps);
+        ops::rms_norm(x.data(), nullptr, router_in.data(), x.size(), hp.rms_eps);
+        const float inv_sqrt = 1.0f / std::sqrt(static_cast<float>(hp.n_embd));
+        for (size_t i = 0; i < router_in.size(); ++i) {
+          router_in[i] = (router_in[i] * inv_sqrt) * lv.router_scale[i];
+        }
+        ops::rms_norm(x.data(), lv.pre_ffn_norm_2.data(), h.data(), x.size(), hp.rms_eps);
+      }
+    }
     if (l.router) {
       // A mixture of experts (Shazeer et al. 2017): the chosen experts'
       // gated FFNs, each times its weight, added in the order of choice.
       const MoeSpec& spec = *m_.moe();
-      const std::vector<float> logits = biased(matvec(l.router, h), lv.router_bias);
+      const std::vector<float> logits = biased(matvec(l.router, router_in), lv.router_bias);
       std::vector<float> probs(hp.n_expert), weights(hp.n_expert_used), out(hp.n_embd);
       std::vector<int32_t> chosen(hp.n_expert_used);
       ops::choose_experts(spec, logits.data(),
@@ -610,11 +679,16 @@ std::span<const float> ReferenceForward::step(int32_t token) {
             biased(matvec(l.up_exps[e], h), row_of(lv.up_exps_bias, e, n_ff));
         if (spec.activation == Activation::SwiGLUClamped) {
           kernels::swiglu_clamped(gate.data(), up.data(), gate.data(), gate.size());
+        } else if (spec.activation == Activation::GeGLU) {
+          kernels::geglu(gate.data(), up.data(), gate.data(), gate.size());
         } else {
           for (size_t i = 0; i < gate.size(); ++i) gate[i] = silu(gate[i]) * up[i];
         }
-        const std::vector<float> expert =
+        std::vector<float> expert =
             biased(matvec(l.down_exps[e], gate), row_of(lv.down_exps_bias, e, hp.n_embd));
+        if (!lv.down_exps_scale.empty()) {  // gemma4's scale of each expert
+          for (float& v : expert) v *= lv.down_exps_scale[e];
+        }
         std::copy(expert.begin(), expert.end(),
                   outputs.begin() + static_cast<long>(slot * hp.n_embd));
       }
@@ -632,26 +706,32 @@ std::span<const float> ReferenceForward::step(int32_t token) {
                                                        : ops::shared_expert_gate(logit);
         for (size_t i = 0; i < out.size(); ++i) out[i] += shared[i] * factor;
       }
-      add_branch(std::move(out), lv.post_ffn_norm);
+      if (gemma4) {
+        ops::rms_norm(out.data(), lv.post_ffn_norm_2.data(), out.data(), out.size(), hp.rms_eps);
+        for (size_t i = 0; i < out.size(); ++i) dense_out[i] += out[i];
+      } else {
+        add_branch(std::move(out), lv.post_ffn_norm);
+        continue;
+      }
+    }
+    if (gemma4) {
+      add_branch(std::move(dense_out), lv.post_ffn_norm);
+      if (l.ple_gate) {
+        // The per-layer embedding: post_norm(proj(gelu(inp_gate . x) * this
+        // layer's input)) into the residual.
+        std::vector<float> gate = matvec(l.ple_gate, x);
+        kernels::geglu(gate.data(), per_layer.data() + il * gate.size(), gate.data(), gate.size());
+        std::vector<float> out = matvec(l.ple_proj, gate);
+        ops::rms_norm(out.data(), lv.ple_norm.data(), out.data(), out.size(), hp.rms_eps);
+        add(x, out);
+      }
+      if (!lv.out_scale.empty()) {
+        for (float& e : x) e *= lv.out_scale[0];
+      }
       continue;
     }
 
-    // Feed-forward block: SwiGLU or GeGLU (Shazeer 2020), down(act(gate(h)) * up(h)).
-    std::vector<float> gate, up;
-    if (l.w_gate) {
-      gate = biased(matvec(l.w_gate, h), lv.b_gate);
-      up = biased(matvec(l.w_up, h), lv.b_up);
-    } else {
-      const std::vector<float> both = matvec(l.w_up, h);  // the gate's, then the up's
-      gate.assign(both.begin(), both.begin() + static_cast<long>(hp.n_ff));
-      up.assign(both.begin() + static_cast<long>(hp.n_ff), both.end());
-    }
-    if (m_.arch().ffn == Activation::GeGLU) {
-      kernels::geglu(gate.data(), up.data(), gate.data(), gate.size());
-    } else {
-      for (size_t i = 0; i < gate.size(); ++i) gate[i] = silu(gate[i]) * up[i];
-    }
-    std::vector<float> ffn_out = biased(matvec(l.w_down, gate), lv.b_down);
+    std::vector<float> ffn_out = dense_ffn(l, lv, h);
     if (parallel) {
       for (size_t i = 0; i < x.size(); ++i) x[i] = (ffn_out[i] + x[i]) + attn_out[i];
     } else {

@@ -36,6 +36,9 @@ class ReferenceForward {
                             const std::vector<float>& cos, const std::vector<float>& sin,
                             std::vector<float>& q, std::vector<float>& k) const;
 
+  std::vector<float> dense_ffn(const Layer& l, const LayerVectors& lv,
+                               const std::vector<float>& h) const;
+
   std::vector<float> delta_net(uint32_t il, const Layer& l, const LayerVectors& lv,
                                const std::vector<float>& h);
 

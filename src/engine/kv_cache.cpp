@@ -18,19 +18,48 @@ KvCache::KvCache(uint32_t n_layer, uint32_t row_width, bool values_in_keys,
       conv_(n_layer),
       state_(n_layer) {
   CHECK(recurrent_.empty() || recurrent_.size() == n_layer);
+  widths_.assign(n_layer, row_width);
   for (uint32_t l = 0; l < recurrent_.size(); ++l) {
     if (recurrent_[l] == 0) continue;
     ++n_recurrent_;
+    widths_[l] = 0;
     conv_[l].assign(shape.conv_floats, 0.0f);
     state_[l].assign(shape.state_floats, 0.0f);
   }
+  count_rows();
+}
+
+KvCache::KvCache(std::vector<uint32_t> widths)
+    : row_width_(widths.empty() ? 0 : *std::max_element(widths.begin(), widths.end())),
+      widths_(std::move(widths)),
+      values_in_keys_(false),
+      k_(widths_.size()),
+      v_(widths_.size()),
+      conv_(widths_.size()),
+      state_(widths_.size()) {
+  count_rows();
+}
+
+void KvCache::count_rows() {
+  n_row_layers_ = 0, halves_per_position_ = 0;
+  for (uint32_t w : widths_) {
+    n_row_layers_ += w != 0 ? 1 : 0;
+    halves_per_position_ += w;
+  }
+}
+
+KvCache::RowShape KvCache::row_shape() const {
+  const bool uniform = std::all_of(widths_.begin(), widths_.end(),
+                                   [&](uint32_t w) { return w == 0 || w == row_width_; });
+  if (uniform) return {n_row_layers_, row_width_};
+  return {1, static_cast<uint32_t>(halves_per_position_)};
 }
 
 void KvCache::reserve(size_t n_pos) {
   if (n_pos <= capacity_) return;
   for (auto* side : {&k_, &v_}) {
     for (size_t l = 0; l < side->size(); ++l) {
-      if (recurrent_.empty() || recurrent_[l] == 0) (*side)[l].resize(n_pos * row_width_);
+      if (widths_[l] != 0) (*side)[l].resize(n_pos * widths_[l]);
     }
   }
   capacity_ = n_pos;
@@ -85,12 +114,12 @@ void KvCache::grow_to(size_t n_pos) {
 
 void KvCache::save(size_t begin, size_t end, std::vector<uint8_t>& out) const {
   CHECK(begin <= end && end <= size_);
-  const size_t bytes = (end - begin) * row_width_ * sizeof(uint16_t);
   for (size_t l = 0; l < k_.size(); ++l) {
-    if (!recurrent_.empty() && recurrent_[l] != 0) continue;
+    if (widths_[l] == 0) continue;
+    const size_t bytes = (end - begin) * widths_[l] * sizeof(uint16_t);
     for (const auto* side : {&k_, &v_}) {
       if (side->empty()) continue;
-      const auto* p = reinterpret_cast<const uint8_t*>((*side)[l].data() + begin * row_width_);
+      const auto* p = reinterpret_cast<const uint8_t*>((*side)[l].data() + begin * widths_[l]);
       out.insert(out.end(), p, p + bytes);
     }
   }
@@ -103,13 +132,13 @@ Result<void> KvCache::restore(std::span<const uint8_t> bytes, size_t n_pos) {
                  " bytes"};
   }
   reserve(size_ + n_pos);
-  const size_t side_bytes = n_pos * row_width_ * sizeof(uint16_t);
   const uint8_t* p = bytes.data();
   for (size_t l = 0; l < k_.size(); ++l) {
-    if (!recurrent_.empty() && recurrent_[l] != 0) continue;
+    if (widths_[l] == 0) continue;
+    const size_t side_bytes = n_pos * widths_[l] * sizeof(uint16_t);
     for (auto* side : {&k_, &v_}) {
       if (side->empty()) continue;
-      std::memcpy((*side)[l].data() + size_ * row_width_, p, side_bytes);
+      std::memcpy((*side)[l].data() + size_ * widths_[l], p, side_bytes);
       p += side_bytes;
     }
   }

@@ -4,7 +4,8 @@
 // (the prefix cache keeps these bytes on disk).
 //
 // Layout, per layer: k (capacity, n_head_kv * head_dim) halves, v the same;
-// position p's row starts at p * row_width(). With values in the keys
+// position p's row starts at p * row_width(layer). A layer may have no rows
+// (gemma4's layers that read an earlier layer's). With values in the keys
 // (latent attention, whose value is the first part of each key row), there
 // is no v of its own: v(layer) is k(layer).
 //
@@ -37,13 +38,27 @@ class KvCache {
   // where none is.
   KvCache(uint32_t n_layer, uint32_t row_width, bool values_in_keys = false,
           std::vector<uint8_t> recurrent = {}, RecurrentShape shape = {});
+  // A cache whose layers' rows differ in width (gemma4): widths[l] halves
+  // per key and value row of layer l, 0 in a layer without rows of its own
+  // (one that reads another layer's).
+  explicit KvCache(std::vector<uint32_t> widths);
 
   size_t size() const { return size_; }
   size_t capacity() const { return capacity_; }
+  // The widest layer's row (all layers' in most models).
   uint32_t row_width() const { return row_width_; }
+  uint32_t row_width(uint32_t layer) const { return widths_[layer]; }
+  // The rows a position holds, as layers of one width (what the prefix
+  // cache's files record): row_layers() of row_width(), or where the
+  // widths differ, one layer of all their widths.
+  struct RowShape {
+    uint32_t n_layer, row_width;
+  };
+  RowShape row_shape() const;
   uint32_t n_layer() const { return static_cast<uint32_t>(k_.size()); }
-  // The layers with rows (all but the recurrent ones).
-  uint32_t row_layers() const { return n_layer() - n_recurrent_; }
+  // The layers with rows (all but the recurrent ones and those that read
+  // another's).
+  uint32_t row_layers() const { return n_row_layers_; }
   bool values_in_keys() const { return values_in_keys_; }
   bool has_recurrent() const { return n_recurrent_ != 0; }
 
@@ -71,7 +86,7 @@ class KvCache {
   // Bytes that save() writes per position: every layer's key and value row
   // (its key row alone with values in the keys).
   size_t position_bytes() const {
-    return size_t{row_layers()} * (values_in_keys_ ? 1 : 2) * row_width_ * sizeof(uint16_t);
+    return size_t{halves_per_position_} * (values_in_keys_ ? 1 : 2) * sizeof(uint16_t);
   }
 
   // Bytes that save_state() writes: every recurrent layer's floats (0
@@ -93,7 +108,12 @@ class KvCache {
   [[nodiscard]] Result<void> restore(std::span<const uint8_t> bytes, size_t n_pos);
 
  private:
+  void count_rows();  // n_row_layers_ and halves_per_position_ from widths_
+
   uint32_t row_width_;
+  std::vector<uint32_t> widths_;  // (layer), 0 where it has no rows
+  uint32_t n_row_layers_ = 0;
+  size_t halves_per_position_ = 0;  // of one side: the widths' sum
   bool values_in_keys_;
   size_t size_ = 0, capacity_ = 0;
   // (layer) (capacity, row_width); v_ empty with values in keys; both

@@ -126,6 +126,16 @@ constexpr ArchSpec kArchs[] = {
      .rope_sections = ArchSpec::Sections::Required,
      .delta_net = true,
      .query_gate = true},
+    {.name = "gemma4",
+     .rope = RopeStyle::NeoX,
+     .qk_norm = true,
+     .post_norms = true,
+     .ffn = Activation::GeGLU,
+     .embed_scale_sqrt = true,
+     .final_softcap = 0.0f,
+     .sliding = SlidingWindow{.default_window = 0, .default_pattern = 0, .required = true},
+     .moe = MoeSpec{.activation = Activation::GeGLU},
+     .gemma4 = true},
 };
 
 // Whether tensor `name` belongs to a NextN block (blk.N. with N at or past
@@ -350,7 +360,10 @@ Result<void> read_attention_keys(const gguf::GgufFile& f, const ArchSpec& spec,
   }
   if (hp.window > 0) {
     const SlidingWindow& sw = *spec.sliding;
-    if (auto r = read("attention.sliding_window_pattern", &hp.window_pattern, sw.default_pattern);
+    // (gemma4's pattern is a bool per layer: read_gemma4_shapes.)
+    if (auto r = spec.gemma4 ? Result<bool>(false)
+                             : read("attention.sliding_window_pattern", &hp.window_pattern,
+                                    sw.default_pattern);
         !r) {
       return r.error();
     }
@@ -365,7 +378,7 @@ Result<void> read_attention_keys(const gguf::GgufFile& f, const ArchSpec& spec,
                                 std::pair{"rope.dimension_count_swa", hp.n_rot}}) {
       uint32_t v = 0;
       if (auto r = read(suffix, &v, full); !r) return r.error();
-      if (v != full) {
+      if (v != full && !spec.gemma4) {  // gemma4's per-layer shapes allow it
         return Error{prefix + "sliding layers with " + std::to_string(v) + " (" + key(suffix) +
                      ") where the others have " + std::to_string(full) + ": not supported yet"};
       }
@@ -454,6 +467,82 @@ Result<void> read_delta_net_keys(const gguf::GgufFile& f, const ArchSpec& spec,
   return {};
 }
 
+// gemma4's shapes per layer (ArchSpec::gemma4) into hp.layer_shapes, as
+// its llama.cpp loader reads them: attention.sliding_window_pattern (a
+// bool per block) says which layers slide; a sliding layer's heads are
+// attention.key_length_swa wide (values as wide) and rotate
+// rope.dimension_count_swa of them; head_count_kv and feed_forward_length
+// may differ per layer (`n_head_kv` and `n_ff`, one per layer); the last
+// attention.shared_kv_layers layers read the keys and values of the last
+// earlier layer of their kind (llama.cpp takes the one before the first
+// sharing layer for the full ones, the one before that for the sliding
+// ones, and so requires them of those kinds). Also the per-layer
+// embeddings' width, and attention scores unscaled.
+Result<void> read_gemma4_shapes(const gguf::GgufFile& f, const ArchSpec& spec,
+                                const std::string& prefix, const std::vector<uint32_t>& n_head_kv,
+                                const std::vector<uint32_t>& n_ff, Hparams& hp) {
+  const auto key = [&](std::string_view suffix) { return gguf::keys::arch_key(spec.name, suffix); };
+  const gguf::Value* v = f.find(key("attention.sliding_window_pattern"));
+  const auto* pattern = v != nullptr ? std::get_if<gguf::ArrayView>(v) : nullptr;
+  if (pattern == nullptr || pattern->elem_type != gguf::ValueType::Bool ||
+      pattern->length != hp.n_block) {
+    return Error{prefix + "key '" + key("attention.sliding_window_pattern") +
+                 "' is not one bool per block (" + std::to_string(hp.n_block) + ")"};
+  }
+  uint32_t sizes[5] = {};
+  const char* names[5] = {"attention.key_length_swa", "attention.value_length_swa",
+                          "rope.dimension_count_swa", "embedding_length_per_layer_input",
+                          "attention.shared_kv_layers"};
+  for (size_t i = 0; i < 5; ++i) {
+    // The first, second and fourth are required, as llama.cpp's loader.
+    auto got = f.get_optional<uint32_t>(key(names[i]));
+    if (!got) return got.error();
+    if (!got->has_value() && i != 2 && i != 4) {
+      return Error{prefix + "key '" + key(names[i]) + "' not found"};
+    }
+    sizes[i] = got->value_or(i == 2 ? sizes[0] : 0);
+  }
+  const uint32_t head_swa = sizes[0], n_rot_swa = sizes[2], shared = sizes[4];
+  if (head_swa == 0 || sizes[1] != head_swa || hp.value_dim != hp.head_dim ||
+      n_rot_swa > head_swa || n_rot_swa % 2 != 0) {
+    return Error{prefix + "gemma4 needs values as wide as keys (" + key(names[0]) + " " +
+                 std::to_string(head_swa) + ", " + key(names[1]) + " " + std::to_string(sizes[1]) +
+                 ") and an even rotation within the head (" + key(names[2]) + " " +
+                 std::to_string(n_rot_swa) + ")"};
+  }
+  hp.n_embd_per_layer = sizes[3];
+  if (shared != 0 && (shared + 2 > hp.n_layer)) {
+    return Error{prefix + key(names[4]) + " " + std::to_string(shared) + " leaves fewer than " +
+                 "2 of the " + std::to_string(hp.n_layer) + " layers with keys and values"};
+  }
+  const uint32_t first_shared = hp.n_layer - shared;
+  hp.layer_shapes.resize(hp.n_layer);
+  for (uint32_t il = 0; il < hp.n_layer; ++il) {
+    Hparams::LayerShape& ls = hp.layer_shapes[il];
+    ls.slides = pattern->at<bool>(il);
+    ls.head_dim = ls.slides ? head_swa : hp.head_dim;
+    ls.n_rot = ls.slides ? n_rot_swa : hp.n_rot;
+    ls.n_head_kv = n_head_kv[il];
+    ls.n_ff = n_ff[il];
+    if (ls.n_head_kv == 0 || hp.n_head % ls.n_head_kv != 0 || ls.n_ff == 0) {
+      return Error{prefix + "layer " + std::to_string(il) + ": head_count " +
+                   std::to_string(hp.n_head) + " is not a multiple of head_count_kv " +
+                   std::to_string(ls.n_head_kv) + ", or its feed_forward_length is 0"};
+    }
+    ls.kv_layer = il < first_shared ? il : first_shared - (ls.slides ? 2 : 1);
+  }
+  for (uint32_t il = first_shared; il < hp.n_layer; ++il) {
+    const Hparams::LayerShape &ls = hp.layer_shapes[il], &from = hp.layer_shapes[ls.kv_layer];
+    if (from.slides != ls.slides || from.n_head_kv != ls.n_head_kv) {
+      return Error{prefix + "layer " + std::to_string(il) + " would read the keys and values of " +
+                   "layer " + std::to_string(ls.kv_layer) + ", which is not of its kind (" +
+                   key(names[4]) + " " + std::to_string(shared) + ")"};
+    }
+  }
+  hp.attention_scale = 1.0f;
+  return {};
+}
+
 // MoeSpec::from_file's keys (deepseek2), as its llama.cpp loader reads
 // them: the gating function (1 softmax, 2 sigmoid, 3 a softmax over the
 // chosen logits; without it, softmax, but sigmoid in GLM-4.7-Flash's
@@ -537,7 +626,7 @@ Result<Model> Model::bind(const gguf::GgufFile& f) {
         prefix + "architecture '" + printable(*arch) +
         "' is not supported (quip runs llama, qwen2, qwen3, gemma2, gemma3, phi3, olmo2, granite, "
         "smollm3, mistral3, glm4, qwen3vl, exaone4, cohere2, qwen3moe, qwen2moe, gpt-oss, "
-        "deepseek2, qwen35 and qwen35moe)"};
+        "deepseek2, qwen35, qwen35moe and gemma4)"};
   }
   const auto key = [&](std::string_view suffix) { return k::arch_key(*arch, suffix); };
   const auto u32 = [&](std::string_view suffix, uint32_t* out,
@@ -553,11 +642,18 @@ Result<Model> Model::bind(const gguf::GgufFile& f) {
   // get_key_or_arr). The loaders of the families quip runs build every
   // layer from layer 0's value, so an array whose values differ is refused
   // by name, as llama.cpp refuses the tensors of such a file.
+  // With `each` (gemma4), the values may differ: each layer's into it,
+  // and their largest into *out.
   const auto key_or_array = [&](std::string_view suffix, uint32_t* out,
-                                std::optional<uint32_t> fallback) -> Result<void> {
+                                std::optional<uint32_t> fallback,
+                                std::vector<uint32_t>* each = nullptr) -> Result<void> {
     const gguf::Value* v = f.find(key(suffix));
     const auto* array = v != nullptr ? std::get_if<gguf::ArrayView>(v) : nullptr;
-    if (array == nullptr) return u32(suffix, out, fallback);
+    if (array == nullptr) {
+      auto r = u32(suffix, out, fallback);
+      if (r && each != nullptr) each->assign(hp.n_block, *out);
+      return r;
+    }
     const bool u = array->elem_type == gguf::ValueType::U32;
     if ((!u && array->elem_type != gguf::ValueType::I32) || array->length != hp.n_block) {
       return Error{prefix + "key '" + key(suffix) + "' is not one integer per block (" +
@@ -566,6 +662,18 @@ Result<Model> Model::bind(const gguf::GgufFile& f) {
     const auto at = [&](uint64_t i) -> int64_t {
       return u ? int64_t{array->at<uint32_t>(i)} : int64_t{array->at<int32_t>(i)};
     };
+    if (each != nullptr) {
+      each->clear();
+      for (uint64_t i = 0; i < array->length; ++i) {
+        if (at(i) < 0 || at(i) > UINT32_MAX) {
+          return Error{prefix + "key '" + key(suffix) + "' has " + std::to_string(at(i)) +
+                       " in layer " + std::to_string(i)};
+        }
+        each->push_back(static_cast<uint32_t>(at(i)));
+      }
+      *out = *std::max_element(each->begin(), each->end());
+      return {};
+    }
     for (uint64_t i = 0; i < array->length; ++i) {
       if (at(i) < 0 || at(i) != at(0)) {
         return Error{prefix + "per-layer " + key(suffix) + " (" + std::to_string(at(0)) +
@@ -582,9 +690,13 @@ Result<Model> Model::bind(const gguf::GgufFile& f) {
         std::tuple{k::kContextLength, &hp.n_ctx_train, std::optional<uint32_t>(4096)}}) {
     if (auto r = u32(suffix, out, fallback); !r) return r.error();
   }
-  for (auto [suffix, out] :
-       {std::pair{k::kHeadCount, &hp.n_head}, std::pair{k::kFeedForwardLength, &hp.n_ff}}) {
-    if (auto r = key_or_array(suffix, out, std::nullopt); !r) return r.error();
+  const bool gemma4 = m.arch_->gemma4;
+  std::vector<uint32_t> n_ff_each, n_head_kv_each;  // gemma4's, per layer
+  if (auto r = key_or_array(k::kHeadCount, &hp.n_head, std::nullopt); !r) return r.error();
+  if (auto r = key_or_array(k::kFeedForwardLength, &hp.n_ff, std::nullopt,
+                            gemma4 ? &n_ff_each : nullptr);
+      !r) {
+    return r.error();
   }
   if (hp.n_head == 0 || hp.n_embd == 0 || hp.n_block == 0) {
     return Error{prefix + "n_embd, n_layer and n_head must be positive"};
@@ -602,7 +714,7 @@ Result<Model> Model::bind(const gguf::GgufFile& f) {
   // A mixture of experts: always in its families, in llama's where the
   // file counts experts (as llama.cpp reads expert_count for every family).
   const MoeSpec* moe = m.arch_->moe ? &*m.arch_->moe : nullptr;
-  if (moe != nullptr && moe->where_counted) {
+  if (moe != nullptr && (moe->where_counted || m.arch_->gemma4)) {
     uint32_t count = 0;
     if (auto r = u32("expert_count", &count, 0u); !r) return r.error();
     if (count == 0) moe = nullptr;
@@ -642,7 +754,11 @@ Result<Model> Model::bind(const gguf::GgufFile& f) {
                    std::to_string(groups) + ") are not supported yet"};
     }
   }
-  if (auto r = key_or_array(k::kHeadCountKv, &hp.n_head_kv, hp.n_head); !r) return r.error();
+  if (auto r = key_or_array(k::kHeadCountKv, &hp.n_head_kv, hp.n_head,
+                            gemma4 ? &n_head_kv_each : nullptr);
+      !r) {
+    return r.error();
+  }
   if (auto r = u32(k::kKeyLength, &hp.head_dim, hp.n_embd / hp.n_head); !r) return r.error();
   if (hp.n_head_kv == 0 || hp.n_head % hp.n_head_kv != 0) {
     return Error{prefix + "head_count " + std::to_string(hp.n_head) + " is not a multiple of " +
@@ -661,6 +777,11 @@ Result<Model> Model::bind(const gguf::GgufFile& f) {
   if (auto r = read_attention_keys(f, *m.arch_, prefix, hp); !r) return r.error();
   if (m.arch_->delta_net) {
     if (auto r = read_delta_net_keys(f, *m.arch_, prefix, hp); !r) return r.error();
+  }
+  if (gemma4) {
+    if (auto r = read_gemma4_shapes(f, *m.arch_, prefix, n_head_kv_each, n_ff_each, hp); !r) {
+      return r.error();
+    }
   }
   if (m.arch_->scales) {
     float logit_scale = 0;
@@ -732,8 +853,6 @@ Result<Model> Model::bind(const gguf::GgufFile& f) {
     bound.push_back(t);
     return {};
   };
-  const uint64_t q_dim = uint64_t{hp.n_head} * hp.head_dim;
-  const uint64_t kv_dim = uint64_t{hp.n_head_kv} * hp.head_dim;
   if (auto r = bind("token_embd.weight", hp.n_embd, 0, true, &m.token_embd_); !r) return r.error();
   hp.n_vocab = static_cast<uint32_t>(m.token_embd_.n_out);
   if (auto r = bind("output_norm.weight", hp.n_embd, 1, true, &m.output_norm_); !r)
@@ -774,11 +893,27 @@ Result<Model> Model::bind(const gguf::GgufFile& f) {
     if (!read) continue;
     if (auto r = bind(name, hp.n_rot / 2, 1, false, out); !r) return r.error();
   }
+  if (hp.n_embd_per_layer != 0) {
+    const uint64_t all = uint64_t{hp.n_embd_per_layer} * hp.n_layer;
+    for (auto [name, n_in, n_out, out] :
+         {std::tuple{"per_layer_token_embd.weight", all, uint64_t{hp.n_vocab}, &m.ple_embd_},
+          std::tuple{"per_layer_model_proj.weight", uint64_t{hp.n_embd}, all, &m.ple_model_proj_},
+          std::tuple{"per_layer_proj_norm.weight", uint64_t{hp.n_embd_per_layer}, uint64_t{1},
+                     &m.ple_proj_norm_}}) {
+      if (auto r = bind(name, n_in, n_out, true, out); !r) return r.error();
+    }
+  }
   m.layers_.resize(hp.n_layer);
   for (uint32_t i = 0; i < hp.n_layer; ++i) {
     Layer& l = m.layers_[i];
     const std::string b = "blk." + std::to_string(i) + ".";
-    const bool dense = hp.n_expert == 0 || i < hp.n_dense_lead;
+    // gemma4: the dense FFN in every layer, the experts beside it where
+    // the layer has a router.
+    const bool dense_ffn = hp.n_expert == 0 || i < hp.n_dense_lead || gemma4;
+    const bool dense = gemma4
+                           ? hp.n_expert == 0 || f.find_tensor(b + "ffn_gate_inp.weight") == nullptr
+                           : dense_ffn;
+    const bool own_kv = hp.kv_layer_of(i) == i;  // gemma4: no K or V where it shares
     const bool biases = m.arch_->projection_biases && hp.n_expert == 0;
     const bool moe_biases = !dense && m.moe_.biases, sinks = m.arch_->sinks;
     const SharedExpert shared_kind = dense ? SharedExpert::None : m.moe_.shared_expert;
@@ -789,6 +924,8 @@ Result<Model> Model::bind(const gguf::GgufFile& f) {
     // Latent attention's projections, in place of Q, K and V.
     const bool latent = hp.latent.has_value();
     const Hparams::Latent mla = hp.latent.value_or(Hparams::Latent{});
+    const uint64_t head_dim = hp.head_dim_of(i);
+    const uint64_t q_dim = hp.n_head * head_dim, kv_dim = hp.n_head_kv_of(i) * head_dim;
     const bool low_rank_q = latent && mla.q_lora_rank != 0;
     const uint64_t mla_q_dim = uint64_t{hp.n_head} * mla.mla_key;
     const uint64_t attn_out_dim = latent ? uint64_t{hp.n_head} * mla.mla_value : q_dim;
@@ -808,17 +945,21 @@ Result<Model> Model::bind(const gguf::GgufFile& f) {
     const bool parallel = m.arch_->parallel_block;  // one norm for both branches
     // olmo2 norms Q and K over the whole projection, qwen3 per head.
     const bool whole = m.arch_->qk_norm_whole;
-    const uint64_t q_norm_width = whole ? q_dim : hp.head_dim;
-    const uint64_t k_norm_width = whole ? kv_dim : hp.head_dim;
+    const uint64_t q_norm_width = whole ? q_dim : head_dim;
+    const uint64_t k_norm_width = whole ? kv_dim : head_dim;
     const bool norm = m.arch_->qk_norm && attends;
-    const uint64_t n_embd = hp.n_embd, n_ff = hp.n_ff, qkv_dim = q_dim + 2 * kv_dim;
+    const uint64_t n_embd = hp.n_embd, n_ff = hp.n_ff_of(i), qkv_dim = q_dim + 2 * kv_dim;
+    // gemma4: K (and its norm) only where the layer has its own cache, V
+    // optional (the keys' projection stands in).
+    const bool k_required = !gemma4 || own_kv, v_required = !gemma4;
     const uint64_t n_v_heads = dn.n_v_heads, value_dim = dn.value_dim();
+    const bool ple = gemma4 && hp.n_embd_per_layer != 0;  // per-layer embeddings
     // name, n_in, n_out, whether it is read, whether it is required, where it goes
     for (auto [name, n_in, n_out, read, required, out] :
          {std::tuple{"attn_norm.weight", n_embd, uint64_t{1}, pre, true, &l.attn_norm},
           std::tuple{"attn_q.weight", n_embd, q_rows, apart, true, &l.wq},
-          std::tuple{"attn_k.weight", n_embd, kv_dim, apart, true, &l.wk},
-          std::tuple{"attn_v.weight", n_embd, kv_dim, apart, true, &l.wv},
+          std::tuple{"attn_k.weight", n_embd, kv_dim, apart, k_required, &l.wk},
+          std::tuple{"attn_v.weight", n_embd, kv_dim, apart, v_required, &l.wv},
           std::tuple{"attn_q.bias", q_dim, uint64_t{1}, qkv_biases, false, &l.bq},
           std::tuple{"attn_k.bias", kv_dim, uint64_t{1}, qkv_biases, false, &l.bk},
           std::tuple{"attn_v.bias", kv_dim, uint64_t{1}, qkv_biases, false, &l.bv},
@@ -853,14 +994,14 @@ Result<Model> Model::bind(const gguf::GgufFile& f) {
           std::tuple{"attn_sinks.weight", uint64_t{hp.n_head}, uint64_t{1}, sinks && attends, true,
                      &l.sinks},
           std::tuple{"attn_q_norm.weight", q_norm_width, uint64_t{1}, norm, true, &l.q_norm},
-          std::tuple{"attn_k_norm.weight", k_norm_width, uint64_t{1}, norm, true, &l.k_norm},
+          std::tuple{"attn_k_norm.weight", k_norm_width, uint64_t{1}, norm, k_required, &l.k_norm},
           std::tuple{m.arch_->ffn_norm, n_embd, uint64_t{1}, pre && !parallel, true, &l.ffn_norm},
           std::tuple{"post_attention_norm.weight", n_embd, uint64_t{1}, post, true,
                      &l.post_attn_norm},
           std::tuple{"post_ffw_norm.weight", n_embd, uint64_t{1}, post, true, &l.post_ffn_norm},
-          std::tuple{"ffn_gate.weight", n_embd, n_ff, dense && !fused_up, true, &l.w_gate},
-          std::tuple{"ffn_up.weight", n_embd, fused_up ? 2 * n_ff : n_ff, dense, true, &l.w_up},
-          std::tuple{"ffn_down.weight", n_ff, n_embd, dense, true, &l.w_down},
+          std::tuple{"ffn_gate.weight", n_embd, n_ff, dense_ffn && !fused_up, true, &l.w_gate},
+          std::tuple{"ffn_up.weight", n_embd, fused_up ? 2 * n_ff : n_ff, dense_ffn, true, &l.w_up},
+          std::tuple{"ffn_down.weight", n_ff, n_embd, dense_ffn, true, &l.w_down},
           std::tuple{"ffn_gate_inp.weight", n_embd, uint64_t{hp.n_expert}, !dense, true, &l.router},
           std::tuple{"ffn_gate_inp.bias", uint64_t{hp.n_expert}, uint64_t{1}, moe_biases, true,
                      &l.router_bias},
@@ -879,7 +1020,23 @@ Result<Model> Model::bind(const gguf::GgufFile& f) {
                      &l.exp_probs_b},
           std::tuple{"ffn_gate.bias", n_ff, uint64_t{1}, biases, false, &l.b_gate},
           std::tuple{"ffn_up.bias", n_ff, uint64_t{1}, biases, false, &l.b_up},
-          std::tuple{"ffn_down.bias", n_embd, uint64_t{1}, biases, false, &l.b_down}}) {
+          std::tuple{"ffn_down.bias", n_embd, uint64_t{1}, biases, false, &l.b_down},
+          std::tuple{"layer_output_scale.weight", uint64_t{1}, uint64_t{1}, gemma4, false,
+                     &l.out_scale},
+          std::tuple{"ffn_gate_inp.scale", n_embd, uint64_t{1}, gemma4 && !dense, true,
+                     &l.router_scale},
+          std::tuple{"ffn_down_exps.scale", uint64_t{hp.n_expert}, uint64_t{1}, gemma4 && !dense,
+                     false, &l.down_exps_scale},
+          std::tuple{"post_ffw_norm_1.weight", n_embd, uint64_t{1}, gemma4 && !dense, true,
+                     &l.post_ffn_norm_1},
+          std::tuple{"pre_ffw_norm_2.weight", n_embd, uint64_t{1}, gemma4 && !dense, true,
+                     &l.pre_ffn_norm_2},
+          std::tuple{"post_ffw_norm_2.weight", n_embd, uint64_t{1}, gemma4 && !dense, true,
+                     &l.post_ffn_norm_2},
+          std::tuple{"inp_gate.weight", n_embd, uint64_t{hp.n_embd_per_layer}, ple, true,
+                     &l.ple_gate},
+          std::tuple{"proj.weight", uint64_t{hp.n_embd_per_layer}, n_embd, ple, true, &l.ple_proj},
+          std::tuple{"post_norm.weight", n_embd, uint64_t{1}, ple, true, &l.ple_norm}}) {
       if (!read) continue;
       if (auto r = bind(b + name, n_in, n_out, required, out); !r) return r.error();
     }
@@ -887,8 +1044,8 @@ Result<Model> Model::bind(const gguf::GgufFile& f) {
       const uint64_t n_ff_exp = hp.n_ff_exp;
       // The gate and up of each expert as one matrix (its gate's rows, then
       // its up's), where the family's loader reads that: split in place.
-      const bool fused_experts =
-          m.moe_.reads_fused_gate_up && f.find_tensor(b + "ffn_gate_up_exps.weight") != nullptr;
+      const bool fused_experts = (m.moe_.reads_fused_gate_up || gemma4) &&
+                                 f.find_tensor(b + "ffn_gate_up_exps.weight") != nullptr;
       if (fused_experts) {
         std::vector<Weight> both;
         if (auto r = bind_slices(b + "ffn_gate_up_exps.weight", n_embd, 2 * n_ff_exp, hp.n_expert,
@@ -980,6 +1137,13 @@ LayerVectors::LayerVectors(const Layer& l)
       ssm_dt(vector_of(l.ssm_dt)),
       ssm_a(vector_of(l.ssm_a)),
       ssm_norm(vector_of(l.ssm_norm)),
+      router_scale(vector_of(l.router_scale)),
+      down_exps_scale(vector_of(l.down_exps_scale)),
+      post_ffn_norm_1(vector_of(l.post_ffn_norm_1)),
+      pre_ffn_norm_2(vector_of(l.pre_ffn_norm_2)),
+      post_ffn_norm_2(vector_of(l.post_ffn_norm_2)),
+      ple_norm(vector_of(l.ple_norm)),
+      out_scale(vector_of(l.out_scale)),
       gate_exps_bias(vector_of(l.gate_exps_bias)),
       up_exps_bias(vector_of(l.up_exps_bias)),
       down_exps_bias(vector_of(l.down_exps_bias)) {
@@ -1025,6 +1189,7 @@ Model::MatrixWork Model::matrix_work_per_token() const {
     if (w.tensor->type.block_size >= 32) work.quantized_products += w.n_in * w.n_out;
   };
   add(output_, work.output_products);
+  add(ple_model_proj_, work.layer_products);
   for (const Layer& l : layers_) {
     for (const Weight* w : l.matrices()) add(*w, work.layer_products);
     for (const auto* heads : {&l.wk_b, &l.wv_b}) {
@@ -1046,6 +1211,9 @@ uint64_t Model::weight_bytes_per_token() const {
   if (output_.tensor != token_embd_.tensor && token_embd_.n_out > 0) {
     total += bytes(token_embd_) / token_embd_.n_out;
   }
+  // gemma4's per-layer embeddings: the projection, and one row of the table.
+  total += bytes(ple_model_proj_) + bytes(ple_proj_norm_);
+  if (ple_embd_) total += bytes(ple_embd_) / ple_embd_.n_out;
   for (const Layer& l : layers_) {
     for (const Weight* w : l.matrices()) total += bytes(*w);
     for (const Weight* w : l.vectors()) total += bytes(*w);

@@ -197,6 +197,14 @@ struct ArchSpec {
   // their sigmoid.
   bool delta_net = false;
   bool query_gate = false;
+  // gemma4: shapes per layer (Hparams::layer_shapes: head counts, head and
+  // rotation sizes, FFN widths), the later layers reading an earlier one's
+  // keys and values (attention.shared_kv_layers), per-layer embeddings,
+  // values RMS-normed without a weight (and the keys' projection standing
+  // in for a missing attn_v), attention scores unscaled, a mixture of
+  // experts beside the dense FFN with norms of its own, and each layer's
+  // output times its layer_output_scale.
+  bool gemma4 = false;
 };
 
 // The spec of `arch`, or nullptr for an architecture quip does not run.
@@ -228,6 +236,14 @@ struct Layer {
   Weight sinks;  // ArchSpec::sinks: n_head logits
   // MoeSpec::from_file: the experts' selection bias (exp_probs_b), n_expert.
   Weight exp_probs_b;
+  // gemma4: the router's input scale (ffn_gate_inp.scale), the experts'
+  // output scales (ffn_down_exps.scale, one per expert); the norms of the
+  // dense FFN's output (post_ffw_norm_1), of the experts' input
+  // (pre_ffw_norm_2) and output (post_ffw_norm_2); the per-layer
+  // embedding's gate (inp_gate, n_embd -> n_embd_per_layer), projection
+  // (proj) and norm (post_norm); the layer's output scale (one value).
+  Weight router_scale, down_exps_scale, post_ffn_norm_1, pre_ffn_norm_2, post_ffn_norm_2;
+  Weight ple_gate, ple_proj, ple_norm, out_scale;
   // Latent attention (Hparams::latent): the queries through a low rank
   // (attn_q_a, its norm, attn_q_b; wq without), the latent and the keys'
   // rotated part (attn_kv_a_mqa), the latent's norm, and per head the
@@ -245,12 +261,13 @@ struct Layer {
   // What a token's step reads besides the experts: the matrices it
   // multiplies by, and the vectors (norms, biases); absent ones included.
   // (The per-head wk_b and wv_b are not among them.)
-  std::array<const Weight*, 21> matrices() const {
-    return {&wq,     &wk,     &wv,         &wqkv,     &wo,         &w_gate,     &w_up,
-            &w_down, &router, &gate_shexp, &up_shexp, &down_shexp, &shexp_gate, &wq_a,
-            &wq_b,   &wkv_a,  &ssm_qkv,    &ssm_z,    &ssm_beta,   &ssm_alpha,  &ssm_out};
+  std::array<const Weight*, 23> matrices() const {
+    return {&wq,         &wk,        &wv,      &wqkv,       &wo,       &w_gate,
+            &w_up,       &w_down,    &router,  &gate_shexp, &up_shexp, &down_shexp,
+            &shexp_gate, &wq_a,      &wq_b,    &wkv_a,      &ssm_qkv,  &ssm_z,
+            &ssm_beta,   &ssm_alpha, &ssm_out, &ple_gate,   &ple_proj};
   }
-  std::array<const Weight*, 26> vectors() const {
+  std::array<const Weight*, 33> vectors() const {
     return {&attn_norm,
             &q_norm,
             &k_norm,
@@ -276,7 +293,14 @@ struct Layer {
             &ssm_conv,
             &ssm_dt,
             &ssm_a,
-            &ssm_norm};
+            &ssm_norm,
+            &router_scale,
+            &down_exps_scale,
+            &post_ffn_norm_1,
+            &pre_ffn_norm_2,
+            &post_ffn_norm_2,
+            &ple_norm,
+            &out_scale};
   }
 };
 
@@ -293,6 +317,9 @@ struct LayerVectors {
   // Gated DeltaNet: the convolution's taps, tap by tap (conv_kernel rows of
   // conv_dim), the decay's bias and scale, the output's norm.
   std::vector<float> ssm_conv, ssm_dt, ssm_a, ssm_norm;
+  // gemma4 (Layer's of the same names).
+  std::vector<float> router_scale, down_exps_scale, post_ffn_norm_1, pre_ffn_norm_2;
+  std::vector<float> post_ffn_norm_2, ple_norm, out_scale;
   // The experts' biases, expert e's row at e * its width; empty without.
   std::vector<float> gate_exps_bias, up_exps_bias, down_exps_bias;
   explicit LayerVectors(const Layer& l);
@@ -354,6 +381,19 @@ struct Hparams {
   // Per layer, 1 where it is recurrent (Gated DeltaNet) rather than
   // attention; empty where no layer is.
   std::vector<uint8_t> recurrent;
+  // ArchSpec::gemma4: what differs from layer to layer, one entry per
+  // layer (empty elsewhere: every layer has the fields above). A sliding
+  // layer's heads are key_length_swa wide and rotate rope.dimension_count_swa
+  // of them; a layer at or past the first of the last shared_kv_layers
+  // reads the keys and values of kv_layer (the last earlier layer of its
+  // kind) and writes none.
+  struct LayerShape {
+    uint32_t n_head_kv = 0, head_dim = 0, n_rot = 0, n_ff = 0, kv_layer = 0;
+    bool slides = false;
+  };
+  std::vector<LayerShape> layer_shapes;
+  // gemma4: the per-layer embeddings' width (0: none).
+  uint32_t n_embd_per_layer = 0;
   // The context the rotation was trained for before it was stretched
   // (rope.scaling.original_context_length; n_ctx_train without it): YaRN's
   // range, and LongRoPE's choice of factors.
@@ -390,6 +430,29 @@ struct Hparams {
   uint32_t window = 0, window_pattern = 0;
 
   bool is_recurrent(uint32_t il) const { return !recurrent.empty() && recurrent[il] != 0; }
+  // Layer il's shape (Hparams::layer_shapes, or the model's).
+  uint32_t head_dim_of(uint32_t il) const {
+    return layer_shapes.empty() ? head_dim : layer_shapes[il].head_dim;
+  }
+  uint32_t n_head_kv_of(uint32_t il) const {
+    return layer_shapes.empty() ? n_head_kv : layer_shapes[il].n_head_kv;
+  }
+  uint32_t n_rot_of(uint32_t il) const {
+    return layer_shapes.empty() ? n_rot : layer_shapes[il].n_rot;
+  }
+  uint32_t n_ff_of(uint32_t il) const {
+    return layer_shapes.empty() ? n_ff : layer_shapes[il].n_ff;
+  }
+  // The layer whose cache layer il attends over: il itself unless it shares.
+  uint32_t kv_layer_of(uint32_t il) const {
+    return layer_shapes.empty() ? il : layer_shapes[il].kv_layer;
+  }
+  // Halves per key (and value) row of layer il's own cache: 0 in a
+  // recurrent layer and in one that reads another's.
+  uint32_t kv_width_of(uint32_t il) const {
+    if (is_recurrent(il) || kv_layer_of(il) != il) return 0;
+    return n_head_kv_of(il) * head_dim_of(il);
+  }
   // Whether layer il rotates its queries and keys.
   bool rotates(uint32_t il, const ArchSpec& arch) const {
     if (arch.sliding && arch.sliding->global_layers_unrotated && window != 0 && !slides(il)) {
@@ -400,6 +463,7 @@ struct Hparams {
   // Whether layer il attends through the sliding window (llama.cpp's
   // set_swa_pattern: all but the last layer of each group of pattern).
   bool slides(uint32_t il) const {
+    if (!layer_shapes.empty()) return window != 0 && layer_shapes[il].slides;
     return window != 0 && (window_pattern == 0 || il % window_pattern < window_pattern - 1);
   }
   uint32_t window_of(uint32_t il) const { return slides(il) ? window : 0; }
@@ -457,6 +521,16 @@ class Model {
   // LongRoPE's long factors apply. The prefix cache keeps each apart.
   std::string_view kv_variant(size_t n_ctx) const;
   const std::vector<Layer>& layers() const { return layers_; }
+  // gemma4's per-layer embeddings (Hparams::n_embd_per_layer): each token's
+  // row of per_layer_token_embd (n_embd_per_layer values per layer), the
+  // projection of the embedding to as many (per_layer_model_proj) and its
+  // norm (per_layer_proj_norm); absent elsewhere.
+  const Weight& ple_embd() const { return ple_embd_; }
+  const Weight& ple_model_proj() const { return ple_model_proj_; }
+  const Weight& ple_proj_norm() const { return ple_proj_norm_; }
+  // Whether the rotation factors apply to layer il: to every layer, but
+  // in gemma4 to the full-attention ones alone.
+  bool rope_factors_apply(uint32_t il) const { return !arch_->gemma4 || !hp_.slides(il); }
 
   // The bytes of weights one token's step reads: every layer's weights,
   // the output norm and the output (of the embedding table, one row).
@@ -478,6 +552,7 @@ class Model {
   Hparams hp_;
   Weight token_embd_, output_norm_, output_, output_bias_, rope_freqs_;
   Weight rope_long_, rope_short_;  // LongRoPE's factors
+  Weight ple_embd_, ple_model_proj_, ple_proj_norm_;
   // Rows [first, first + count) of `w` (rows of a 3-D tensor: all its
   // matrices' one after another), a 2-D Weight of their own, in place.
   Weight rows_of(const Weight& w, uint64_t first, uint64_t count);

@@ -18,12 +18,17 @@ namespace quip::engine::ops {
 // RMSNorm (Zhang & Sennrich 2019): x / sqrt(mean(x^2) + eps) * weight, in
 // the steps of ggml_compute_forward_rms_norm_f32: each square rounded to
 // float and summed in double, the mean and 1 / sqrtf(mean + eps) in float,
-// then (x * scale) * weight (the separate ggml_mul). out may be x.
+// then (x * scale) * weight (the separate ggml_mul; none where weight is
+// null). out may be x.
 inline void rms_norm(const float* x, const float* weight, float* out, size_t n, float eps) {
   double ss = 0;
   for (size_t i = 0; i < n; ++i) ss += static_cast<double>(x[i] * x[i]);
   const auto mean = static_cast<float>(ss / static_cast<double>(n));
   const float scale = 1.0f / std::sqrt(mean + eps);
+  if (weight == nullptr) {  // a norm without a weight (gemma4's values)
+    for (size_t i = 0; i < n; ++i) out[i] = x[i] * scale;
+    return;
+  }
   for (size_t i = 0; i < n; ++i) out[i] = (x[i] * scale) * weight[i];
 }
 

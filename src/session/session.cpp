@@ -246,8 +246,8 @@ Outcome<Answer> generate(const LoadedModel& m, const Request& r, const Prompt& p
   if (!r.no_cache && r.cache_dir) {
     prefix_cache.emplace(*r.cache_dir / "kv",
                          store::KvShape{.fingerprint = m.fingerprint,
-                                        .n_layer = fwd.cache().row_layers(),
-                                        .row_width = fwd.cache().row_width(),
+                                        .n_layer = fwd.cache().row_shape().n_layer,
+                                        .row_width = fwd.cache().row_shape().row_width,
                                         .n_vocab = m.model.hparams().n_vocab,
                                         .variant = std::string(m.model.kv_variant(n_ctx)),
                                         .values_in_keys = fwd.cache().values_in_keys(),

@@ -436,6 +436,78 @@ TEST(ModelBind, Qwen35ReadsItsDeltaNetKeysAndRefusesBrokenOnes) {
   }
 }
 
+// gemma4's per-layer shapes: its keys, refused by name where missing or
+// inconsistent, before any tensor is read (3 blocks; the tensors are
+// tiny_model's one block's, so a file that passes the keys fails on them).
+TEST(ModelBind, Gemma4ReadsItsLayerShapesAndRefusesBrokenOnes) {
+  using Overrides = std::map<std::string, gguf::OwnedValue>;
+  const auto bind = [](const Overrides& overrides) {
+    return bind_hparams(
+        "gemma4",
+        [&](gguf::GgufWriter& w) {
+          Overrides keys = {
+              {"block_count", uint32_t{3}},
+              {"feed_forward_length", gguf::make_array(std::vector<uint32_t>{128, 128, 256})},
+              {"attention.head_count", uint32_t{4}},
+              {"attention.head_count_kv", gguf::make_array(std::vector<uint32_t>{2, 1, 2})},
+              {"attention.sliding_window", uint32_t{8}},
+              {"attention.sliding_window_pattern",
+               gguf::make_array(std::vector<bool>{true, false, true})},
+              {"attention.key_length", uint32_t{32}},
+              {"attention.value_length", uint32_t{32}},
+              {"attention.key_length_swa", uint32_t{16}},
+              {"attention.value_length_swa", uint32_t{16}},
+              {"embedding_length_per_layer_input", uint32_t{0}},
+              {"attention.shared_kv_layers", uint32_t{1}}};
+          for (const auto& [key, value] : overrides) keys[key] = value;
+          for (const auto& [key, value] : keys) {
+            const auto* text = std::get_if<std::string>(&value);  // "": left out
+            if (text == nullptr || !text->empty()) w.set("gemma4." + key, value);
+          }
+        },
+        /*counts=*/false);
+  };
+  const std::string absent;
+  for (const auto& [overrides, what] :
+       {std::pair{Overrides{{"attention.sliding_window_pattern", absent}},
+                  "'gemma4.attention.sliding_window_pattern' is not one bool per block (3)"},
+        std::pair{Overrides{{"attention.sliding_window_pattern",
+                             gguf::make_array(std::vector<uint32_t>{1, 0, 1})}},
+                  "'gemma4.attention.sliding_window_pattern' is not one bool per block (3)"},
+        std::pair{Overrides{{"attention.sliding_window", absent}},
+                  "key 'gemma4.attention.sliding_window' not found"},
+        std::pair{Overrides{{"attention.key_length_swa", absent}},
+                  "key 'gemma4.attention.key_length_swa' not found"},
+        std::pair{Overrides{{"embedding_length_per_layer_input", absent}},
+                  "key 'gemma4.embedding_length_per_layer_input' not found"},
+        std::pair{Overrides{{"attention.value_length_swa", uint32_t{8}}},
+                  "gemma4 needs values as wide as keys"},
+        std::pair{Overrides{{"attention.value_length", uint32_t{16}}},
+                  "value heads of 16 (gemma4.attention.value_length) differ from key heads of 32"},
+        std::pair{
+            Overrides{{"attention.head_count_kv", gguf::make_array(std::vector<uint32_t>{2, 1})}},
+            "'gemma4.attention.head_count_kv' is not one integer per block (3)"},
+        std::pair{Overrides{{"attention.head_count_kv",
+                             gguf::make_array(std::vector<uint32_t>{2, 3, 2})}},
+                  "is not a multiple of head_count_kv"},
+        std::pair{Overrides{{"attention.shared_kv_layers", uint32_t{2}}},
+                  "leaves fewer than 2 of the 3 layers with keys and values"},
+        // Layer 2 (sliding) would read layer 0's cache: of another kind,
+        // or with other KV heads.
+        std::pair{Overrides{{"attention.sliding_window_pattern",
+                             gguf::make_array(std::vector<bool>{false, true, true})}},
+                  "layer 2 would read the keys and values of layer 0, which is not of its kind"},
+        std::pair{Overrides{{"attention.head_count_kv",
+                             gguf::make_array(std::vector<uint32_t>{1, 1, 2})}},
+                  "layer 2 would read the keys and values of layer 0, which is not of its kind"},
+        // The keys pass: tiny_model's one block lacks gemma4's norms.
+        std::pair{Overrides{}, "tensor 'blk.0.attn_q_norm.weight' not found"}}) {
+    const auto result = bind(overrides);
+    ASSERT_FALSE(result.ok()) << what;
+    EXPECT_NE(result.error().message.find(what), std::string::npos) << result.error().message;
+  }
+}
+
 // llama's layers are a mixture of experts exactly where the file counts
 // experts (Mixtral); expert_count 0 is the dense llama.
 TEST(ModelBind, LlamaHasExpertsWhereTheFileCountsThem) {

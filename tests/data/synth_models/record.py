@@ -99,6 +99,17 @@ CASES = [
     ("tiny-qwen35", "--state-size 32 --type q8_0"),
     ("tiny-qwen35moe", ""),
     ("tiny-qwen35moe", "--mix q4_k_m"),
+    # gemma4 (Gemma 4): sliding layers with narrower heads and more KV heads
+    # than the full-attention ones, whose rotation turns a quarter of the
+    # head (rope_freqs); values RMS-normed; the last two layers reading
+    # earlier layers' keys and values, with a twice as wide FFN; per-layer
+    # embeddings; output scales. The MoE one: experts beside the dense FFN
+    # with their own norms and scales, the full-attention layer's values
+    # its keys' projection. F32, and llama-quantize's Q4_K_M mix.
+    ("tiny-gemma4", ""),
+    ("tiny-gemma4", "--mix q4_k_m"),
+    ("tiny-gemma4moe", ""),
+    ("tiny-gemma4moe", "--mix q4_k_m"),
 ]
 # A short prompt, and one of 400 byte tokens: positions where the scaled
 # and unscaled angles are far apart.
