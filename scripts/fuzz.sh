@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Runs a libFuzzer target for a number of seconds on a seed corpus made from
 # the shared test data.
-#   scripts/fuzz.sh FUZZER SECONDS SHARED_DIR gguf|text|jinja|config|edits
+#   scripts/fuzz.sh FUZZER SECONDS SHARED_DIR gguf|text|jinja|config|edits|reasoning
 # gguf: seeds are the heads of the shared GGUF files (for file parsers).
 # text: seeds are the tokenizer test strings and slices of a book.
 # jinja: seeds are the shared chat templates.
 # config: seeds are config.toml files, valid and broken.
 # edits: seeds are a few edit lists (the target builds its own files).
+# reasoning: seeds are model outputs with thinking sections and channels.
 set -euo pipefail
 fuzzer=$1 seconds=$2 shared=$3 kind=$4
 name=$(basename "$fuzzer")${QUIP_FUZZ_VOCAB:+-$(basename "$QUIP_FUZZ_VOCAB" .gguf)}
@@ -14,7 +15,16 @@ work=$(dirname "$fuzzer")/run-$name
 seeds=$work/seeds corpus=$work/corpus
 rm -rf "$seeds" && mkdir -p "$seeds" "$corpus"
 
-if [ "$kind" = config ]; then
+if [ "$kind" = reasoning ]; then
+  # A model's output in each style: the first byte's low bits pick the
+  # style (1 tags, 2 harmony, else none), bit 2 the start inside the
+  # reasoning, the rest the piece size.
+  printf '\001<think>\nThe user greets.\n</think>\n\nHello!' >"$seeds/tags"
+  printf '\005Hmm.</think>\n\nParis.' >"$seeds/tags-inside"
+  printf '\006<|channel|>analysis<|message|>Hi.<|end|><|start|>assistant<|channel|>final<|message|>Hello' \
+    >"$seeds/harmony"
+  printf '\016<|channel|>commentary to=f <|constrain|>json<|message|>{}<|end|>' >"$seeds/commentary"
+elif [ "$kind" = config ]; then
   cat >"$seeds/full.toml" <<'TOML'
 model = "qwen"
 temp = 0

@@ -148,6 +148,7 @@ Json conversation_json(const ConversationSummary& c, const std::vector<TurnRecor
                               {"sampler", embedded_json(t.sampler_json)},
                               {"messages", embedded_json(t.messages_json)},
                               {"answer", t.answer},
+                              {"reasoning", t.reasoning},
                               {"interrupted", t.interrupted},
                               {"prompt_tokens", t.prompt_tokens},
                               {"answer_tokens", t.answer_tokens},
@@ -177,6 +178,26 @@ std::string forked_note(const ConversationSummary& c) {
          std::to_string(c.forked_from->second);
 }
 
+// A turn's reasoning folded to one line below its answer: its size and its
+// first line, cut at 80 bytes (at a character's start).
+std::string folded_reasoning(std::string_view reasoning) {
+  size_t lines = 1;
+  for (char c : reasoning) lines += c == '\n' ? 1 : 0;
+  const size_t text = reasoning.find_first_not_of(" \n\r\t");
+  std::string_view first = text == std::string_view::npos ? "" : reasoning.substr(text);
+  first = first.substr(0, first.find('\n'));
+  bool cut = false;
+  if (first.size() > 80) {
+    size_t end = 80;
+    while (end > 0 && (static_cast<unsigned char>(first[end]) & 0xC0) == 0x80) --end;
+    first = first.substr(0, end);
+    cut = true;
+  }
+  return "reasoning (" + std::to_string(lines) + (lines == 1 ? " line" : " lines") + ", " +
+         std::to_string(reasoning.size()) + " bytes): " + printable(std::string(first)) +
+         (cut ? "..." : "");
+}
+
 // A branch is a conversation of its own (a fork with --cid ID@N, or a turn
 // recorded while its conversation moved on): it holds copies of the turns
 // it follows, and its parent lists it after the turn where it departs.
@@ -194,7 +215,9 @@ void print_conversation(const ConversationSummary& c, const std::vector<TurnReco
       out << (m.role.empty() ? "message" : printable(m.role)) << ": " << printable_lines(m.text)
           << '\n';
     }
-    out << "assistant: " << printable_lines(t.answer) << (t.interrupted ? " [interrupted]" : "") << '\n';
+    out << "assistant: " << printable_lines(t.answer) << (t.interrupted ? " [interrupted]" : "")
+        << '\n';
+    if (!t.reasoning.empty()) out << folded_reasoning(t.reasoning) << '\n';
     std::string after;
     int n = 0;
     for (const auto& [id, turn] : branches) {
@@ -232,6 +255,10 @@ void print_markdown(const ConversationSummary& c, const std::vector<TurnRecord>&
       out << "\n## " << heading(m.role) << "\n\n" << printable_lines(m.text) << '\n';
     }
     out << "\n## Assistant\n\n" << printable_lines(t.answer) << '\n';
+    if (!t.reasoning.empty()) {
+      out << "\n<details><summary>Reasoning</summary>\n\n"
+          << printable_lines(t.reasoning) << "\n\n</details>\n";
+    }
     if (t.interrupted) out << "\n*(interrupted)*\n";
   }
 }
@@ -273,15 +300,9 @@ int print_one(const std::string& command, const std::string& id_text, Format for
     branches = std::move(*forks);
   }
   switch (format) {
-    case Format::kText:
-      print_conversation(**summary, *turns, branches, out);
-      break;
-    case Format::kMarkdown:
-      print_markdown(**summary, *turns, out);
-      break;
-    case Format::kJson:
-      print_json(conversation_json(**summary, *turns, branches), out);
-      break;
+    case Format::kText: print_conversation(**summary, *turns, branches, out); break;
+    case Format::kMarkdown: print_markdown(**summary, *turns, out); break;
+    case Format::kJson: print_json(conversation_json(**summary, *turns, branches), out); break;
   }
   return kExitOk;
 }
@@ -342,12 +363,13 @@ int log_main(const std::vector<std::string>& args, std::ostream& out, std::ostre
 }
 
 int show_main(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
-  CLI::App app{"Show a conversation's turns: the messages, the answers, interrupted ones marked.\n"
-               "A branch (a fork made with --cid ID@N, or a turn recorded as one because the\n"
-               "conversation moved on while it was computed) is a conversation of its own that\n"
-               "starts with copies of the turns it follows: its header says \"forked from\n"
-               "conversation ID at turn N\", and the conversation it left lists it after turn N.",
-               "quip show"};
+  CLI::App app{
+      "Show a conversation's turns: the messages, the answers, interrupted ones marked.\n"
+      "A branch (a fork made with --cid ID@N, or a turn recorded as one because the\n"
+      "conversation moved on while it was computed) is a conversation of its own that\n"
+      "starts with copies of the turns it follows: its header says \"forked from\n"
+      "conversation ID at turn N\", and the conversation it left lists it after turn N.",
+      "quip show"};
   std::string id;
   bool json = false;
   app.add_option("ID", id, "the conversation (see 'quip log')")->required();

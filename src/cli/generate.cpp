@@ -126,6 +126,7 @@ struct Flags {
   std::map<std::string, std::optional<std::string>> numbers;
   std::optional<std::string> logprobs_text;
   int logprobs = 0;
+  std::optional<std::string> think;  // --think, as typed
 };
 
 void add_options(CLI::App& app, Flags& f) {
@@ -165,6 +166,10 @@ void add_options(CLI::App& app, Flags& f) {
   app.add_option("--logprobs", f.logprobs_text,
                  "with --json: the K most likely tokens of each step, K in [0, 1000]")
       ->type_name("INT");
+  app.add_option("--think", f.think,
+                 "a thinking model's reasoning: hide (default; recorded, not printed), show (also "
+                 "on stderr when it is a terminal), off (ask the model not to think), inline (as "
+                 "part of the answer)");
   app.add_flag("--json", f.json, "print one JSON object instead of the text");
   app.add_flag("--stats", f.stats, "print token counts and timings as one line on stderr");
   app.add_flag("--no-cache", f.no_cache, "neither restore nor save evaluated prefixes");
@@ -232,6 +237,7 @@ nlohmann::json json_result(const session::Request& request, const session::Promp
                                                     {"turn", a.forked_from->second}}
                                    : nlohmann::json();
   j["text"] = escape_invalid_utf8(a.text);
+  j["reasoning"] = escape_invalid_utf8(a.reasoning);
   j["tokens"] = a.tokens;
   j["prompt_tokens"] = prompt.tokens;
   j["usage"] = {{"prompt_tokens", a.usage.prompt_tokens},
@@ -370,6 +376,14 @@ int generate_main(const std::vector<std::string>& args, std::ostream& out, std::
     }
     request.messages.push_back({{"role", "user"}, {"content", join_for_chat(parts)}});
   }
+  if (f.think) {
+    const std::optional<chat::ThinkMode> mode = chat::parse_think_mode(*f.think);
+    if (!mode) {
+      return fail({kExitUsage,
+                   "--think: '" + printable(*f.think) + "' is not one of hide, show, off, inline"});
+    }
+    request.think = *mode;
+  }
   auto built = session::build_prompt(*loaded, request);
   if (!built) return fail(from(built.failure()));
   const session::Prompt& prompt = *built;
@@ -406,7 +420,22 @@ int generate_main(const std::vector<std::string>& args, std::ostream& out, std::
   bool reader_gone = false;
   int write_errno = 0;
   session::Callbacks callbacks;
+  // --think=show: the reasoning on stderr, where a person reads it, and a
+  // line break before the answer.
+  const bool show_reasoning = request.think == chat::ThinkMode::Show && !f.json &&
+                              &err == &std::cerr && isatty(STDERR_FILENO) != 0;
+  bool reasoning_open = false;
+  if (show_reasoning) {
+    callbacks.on_reasoning = [&](std::string_view piece) {
+      err << piece << std::flush;
+      reasoning_open = true;
+    };
+  }
   callbacks.on_token = [&](int32_t, std::string_view piece) {
+    if (reasoning_open && !piece.empty()) {
+      err << "\n" << std::flush;
+      reasoning_open = false;
+    }
     if (!f.json && !piece.empty() && !reader_gone) {
       out << piece << std::flush;
       if (!out) {
@@ -433,6 +462,14 @@ int generate_main(const std::vector<std::string>& args, std::ostream& out, std::
     err << '\n';
   }
   for (const std::string& w : answer.warnings) print_warning(err, "quip", w);
+  if (!f.json && answer.text.empty() && !answer.reasoning.empty() &&
+      request.think == chat::ThinkMode::Hide) {
+    print_warning(
+        err, "quip",
+        std::string("the answer ended inside the model's reasoning (stop: ") +
+            session::stop_name(answer.stop) +
+            "); --think=show prints the reasoning, --think=inline keeps it in the answer");
+  }
   if (reader_gone) {
     // main() reports the failed output from this errno (and keeps quiet
     // about EPIPE: the reader went away).

@@ -100,6 +100,7 @@ Outcome<Prompt> build_chat_prompt(const LoadedModel& m, const Request& r) {
   }
   chat::RenderOptions options;
   chat::set_special_tokens(tok, options);
+  options.extra["enable_thinking"] = r.think != chat::ThinkMode::Off;
   p.added = r.messages;
 
   Result<chat::TurnPrompt> turn = Error{""};
@@ -122,6 +123,18 @@ Outcome<Prompt> build_chat_prompt(const LoadedModel& m, const Request& r) {
            turn->text;
   p.tokens = std::move(turn->tokens);
   p.shared = turn->shared;
+  if (r.think != chat::ThinkMode::Inline) {
+    p.reasoning = chat::reasoning_style(*source, tok.vocab());
+    if (r.think == chat::ThinkMode::Off) {
+      // A template that ignores enable_thinking: the section closed here.
+      const std::string prefill = chat::no_reasoning_prefill(p.reasoning, p.text);
+      const std::vector<int32_t> ids =
+          tok.encode(prefill, {.add_special = false, .parse_special = true});
+      p.tokens.insert(p.tokens.end(), ids.begin(), ids.end());
+      p.text += prefill;
+    }
+    p.starts_in_reasoning = chat::answer_starts_in_reasoning(p.reasoning, p.text);
+  }
   return p;
 }
 
@@ -137,6 +150,7 @@ void record(const LoadedModel& m, const Request& r, const Prompt& prompt, size_t
   turn.sampler_json = sampler_json(r.sampler, r.n_predict, n_ctx).dump();
   turn.messages_json = prompt.added.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   turn.answer = a.text;
+  turn.reasoning = a.reasoning;
   turn.timings_json = timings_json(a).dump();
   turn.prompt_tokens = prompt.tokens;
   turn.answer_tokens = a.tokens;
@@ -277,17 +291,33 @@ Outcome<Answer> generate(const LoadedModel& m, const Request& r, const Prompt& p
   if (!r.ignore_eos) options.is_end = [&](int32_t id) { return vocab.is_eog(id); };
 
   tokenizer::StreamDecoder decoder(m.tokenizer);
+  chat::ReasoningSplitter splitter(prompt.reasoning, prompt.starts_in_reasoning);
   bool caller_stopped = false;
+  // Each piece split into the answer's and the reasoning's parts, each
+  // passed on as it comes.
+  std::string answer_part, reasoning_part;
+  const auto pass_on = [&](int32_t id) {
+    a.text += answer_part;
+    a.reasoning += reasoning_part;
+    if (!reasoning_part.empty() && callbacks.on_reasoning) callbacks.on_reasoning(reasoning_part);
+    bool more = true;
+    // (Every token drawn, as the callback's contract says; the end's
+    // remainder only where there is one.)
+    if ((id >= 0 || !answer_part.empty()) && callbacks.on_token) {
+      more = callbacks.on_token(id, answer_part);
+    }
+    answer_part.clear(), reasoning_part.clear();
+    return more;
+  };
   engine::Generation g = engine::generate(fwd, prompt.tokens, options, [&](int32_t id) {
-    const std::string piece = decoder.push(id);
-    a.text += piece;
-    const bool more = !callbacks.on_token || callbacks.on_token(id, piece);
+    splitter.push(decoder.push(id), answer_part, reasoning_part);
+    const bool more = pass_on(id);
     if (!more) caller_stopped = true;
     return more && keep_going();
   });
-  const std::string tail = decoder.flush();
-  a.text += tail;
-  if (!tail.empty() && callbacks.on_token) callbacks.on_token(-1, tail);
+  splitter.push(decoder.flush(), answer_part, reasoning_part);
+  splitter.finish(answer_part, reasoning_part);
+  pass_on(-1);
   a.interrupted = caller_stopped || !keep_going();
 
   a.tokens = std::move(g.tokens);

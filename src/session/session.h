@@ -26,6 +26,7 @@
 #include <string_view>
 #include <vector>
 
+#include "chat/reasoning.h"
 #include "engine/generate.h"
 #include "engine/sampler.h"
 #include "kernels/dot.h"
@@ -65,6 +66,12 @@ struct Request {
   kernels::Isa isa = kernels::Isa::Reference;
   bool ignore_eos = false;  // go on past end-of-generation tokens
   int logprobs = 0;         // report the K most likely tokens of each step
+  // The reasoning of a model that thinks before it answers (chat only):
+  // told apart from the answer (Answer::reasoning) unless Inline; Off asks
+  // the template not to think (enable_thinking=false) or closes the section
+  // in the prompt. Templates see enable_thinking=true otherwise, as
+  // llama.cpp passes it.
+  chat::ThinkMode think = chat::ThinkMode::Hide;
 
   // The prefix cache: `cache_dir`/kv, unless no_cache or there is no folder.
   bool no_cache = false;
@@ -87,6 +94,10 @@ struct Prompt {
   size_t shared = 0;     // chat::TurnPrompt::shared: a prefix the cache keeps whole
   std::string text;      // the text of every token (what --print-prompt shows)
   nlohmann::json added;  // the messages this turn records
+  // How the model writes its reasoning (None where it is not told apart),
+  // and whether the answer begins inside it (the prompt opened it).
+  chat::ReasoningStyle reasoning = chat::ReasoningStyle::None;
+  bool starts_in_reasoning = false;
 };
 
 struct Usage {
@@ -102,8 +113,11 @@ struct Timings {
 };
 
 struct Answer {
-  std::vector<int32_t> tokens;      // an end token is not included
-  std::string text;                 // their text (may end inside a character when cut short)
+  std::vector<int32_t> tokens;  // an end token is not included
+  std::string text;             // their text (may end inside a character when cut short)
+  // The model's reasoning before its answer, apart from `text` (which is then
+  // the answer alone); empty where the model wrote none or it is not told apart.
+  std::string reasoning;
   std::vector<engine::Step> steps;  // with logprobs: one per token drawn
   engine::StopReason stop = engine::StopReason::Length;
   bool interrupted = false;  // stopped by the caller (on_token or keep_going)
@@ -134,6 +148,9 @@ struct Callbacks {
   // token, called once more with id -1 and the decoder's remaining text
   // when there is any (its return value is then ignored).
   std::function<bool(int32_t id, std::string_view text)> on_token;
+  // The reasoning's text as it comes (Prompt::reasoning); on_token then
+  // sees the answer's alone (an empty text for a token of the reasoning).
+  std::function<void(std::string_view text)> on_reasoning;
   // Asked between prompt batches and before each token: false stops
   // (Ctrl-C, a client gone). Null: never.
   std::function<bool()> keep_going;

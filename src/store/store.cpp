@@ -15,8 +15,12 @@ namespace fs = std::filesystem;
 // reads them.
 constexpr const char* kTurnFields =
     "turn, parent_turn, time_ms, model_path, model_fingerprint, sampler_json, messages_json, "
-    "answer, timings_json, prompt_tokens, answer_tokens, interrupted, session";
+    "answer, timings_json, prompt_tokens, answer_tokens, interrupted, session, reasoning";
 const std::string kTurnColumns = std::string("conversation, ") + kTurnFields;
+// The same read from a database of schema version 1 (opened read-only, so
+// not migrated), whose turns have no reasoning.
+const std::string kTurnColumnsV1 =
+    kTurnColumns.substr(0, kTurnColumns.size() - std::string_view(", reasoning").size()) + ", ''";
 
 // The columns of a summary, in the order read_summary() reads them.
 constexpr const char* kSummarySelect =
@@ -69,6 +73,7 @@ Result<TurnRecord> read_turn(const sql::Statement& s) {
   t.answer_tokens = std::move(*answer);
   t.interrupted = s.int64(12) != 0;
   t.session = s.text(13);
+  t.reasoning = s.text(14);
   return t;
 }
 
@@ -95,7 +100,7 @@ Result<ConversationSummary> read_summary(const sql::Statement& s) {
 // Appends `t` (conversation, turn and parent_turn already decided).
 Result<void> insert_turn(sqlite3* db, const TurnRecord& t, bool copied) {
   const std::string sql = "INSERT INTO turns (" + kTurnColumns +
-                          ", copied) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
+                          ", copied) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
   auto s = sql::Statement::prepare(db, sql);
   if (!s) return s.error();
   s->bind(1, t.conversation)
@@ -112,7 +117,8 @@ Result<void> insert_turn(sqlite3* db, const TurnRecord& t, bool copied) {
       .bind_blob(12, encode_tokens(t.answer_tokens))
       .bind(13, int64_t{t.interrupted ? 1 : 0})
       .bind(14, t.session)
-      .bind(15, int64_t{copied ? 1 : 0});
+      .bind(15, t.reasoning)
+      .bind(16, int64_t{copied ? 1 : 0});
   return s->run();
 }
 
@@ -301,10 +307,14 @@ Result<int64_t> Store::fork(int64_t conversation, int turn, const std::string& s
   return forked;
 }
 
+const std::string& Store::turn_columns() const {
+  return reasoning_column_ ? kTurnColumns : kTurnColumnsV1;
+}
+
 Result<std::optional<TurnRecord>> Store::last_turn_in_session(const std::string& session) {
   if (empty_) return std::optional<TurnRecord>();
   auto found = [&]() -> Result<std::optional<TurnRecord>> {
-    auto s = sql::Statement::prepare(db_.get(), "SELECT " + kTurnColumns +
+    auto s = sql::Statement::prepare(db_.get(), "SELECT " + turn_columns() +
                                                     " FROM turns WHERE session = ? AND copied = 0 "
                                                     "ORDER BY seq DESC LIMIT 1");
     if (!s) return s.error();
@@ -323,7 +333,7 @@ Result<std::optional<TurnRecord>> Store::last_turn_in_session(const std::string&
 Result<std::vector<TurnRecord>> Store::turns(int64_t conversation) {
   if (empty_) return no_conversation(conversation);
   auto read = [&]() -> Result<std::vector<TurnRecord>> {
-    auto s = sql::Statement::prepare(db_.get(), "SELECT " + kTurnColumns +
+    auto s = sql::Statement::prepare(db_.get(), "SELECT " + turn_columns() +
                                                     " FROM turns WHERE conversation = ? "
                                                     "ORDER BY turn");
     if (!s) return s.error();

@@ -27,7 +27,7 @@ namespace quip::store {
 
 // The schema version this quip writes (PRAGMA user_version). A database with
 // a higher one is refused; a lower one is migrated by Store::open.
-inline constexpr int kSchemaVersion = 1;
+inline constexpr int kSchemaVersion = 2;
 
 // One call's contribution to a conversation.
 struct TurnRecord {
@@ -45,8 +45,11 @@ struct TurnRecord {
   std::string timings_json;
   std::vector<int32_t> prompt_tokens;  // the exact ids evaluated for this turn
   std::vector<int32_t> answer_tokens;  // the exact ids generated
-  bool interrupted = false;            // the answer was cut short (Ctrl-C)
-  std::string session;                 // the session scope it was made in
+  // The model's reasoning before the answer, apart from `answer` (empty
+  // where there was none, or it was not told apart).
+  std::string reasoning;
+  bool interrupted = false;  // the answer was cut short (Ctrl-C)
+  std::string session;       // the session scope it was made in
 };
 
 struct ConversationSummary {
@@ -128,8 +131,17 @@ class Store {
   Result<void> remove(int64_t conversation);
 
  private:
-  Store(std::filesystem::path path, sql::Db db, bool read_only, bool empty)
-      : path_(std::move(path)), db_(std::move(db)), read_only_(read_only), empty_(empty) {}
+  Store(std::filesystem::path path, sql::Db db, bool read_only, bool empty,
+        bool reasoning_column = true)
+      : path_(std::move(path)),
+        db_(std::move(db)),
+        read_only_(read_only),
+        empty_(empty),
+        reasoning_column_(reasoning_column) {}
+
+  // The columns read_turn() reads (schema version 1's read-only databases
+  // have no reasoning: it reads as empty).
+  const std::string& turn_columns() const;
 
   Error fail(std::string_view what, const Error& e) const;
   Result<void> check_writable() const;
@@ -138,7 +150,8 @@ class Store {
   std::filesystem::path path_;
   sql::Db db_;
   bool read_only_ = false;
-  bool empty_ = false;  // read-only and no schema yet: reads as no conversations
+  bool empty_ = false;            // read-only and no schema yet: reads as no conversations
+  bool reasoning_column_ = true;  // false: a read-only database of schema version 1
 };
 
 // The default database: data_dir()/quip.db; nullopt when there is no data

@@ -71,6 +71,11 @@ CREATE TABLE turns (
 );
 CREATE INDEX turns_by_session ON turns (session, copied);
 )sql"},
+    // The turn's reasoning (a thinking model's section before its answer),
+    // kept apart from the answer.
+    {2, R"sql(
+ALTER TABLE turns ADD COLUMN reasoning TEXT NOT NULL DEFAULT '';
+)sql"},
 };
 static_assert(std::size(kMigrations) == kSchemaVersion);
 
@@ -287,12 +292,10 @@ Result<Store> Store::open_read_only(const fs::path& db_file) {
     }
   }
   if (!version) return fail(version.error());
-  if (*version != 0 && *version < kSchemaVersion) {
-    // Unreachable while kSchemaVersion is 1; a reader does not migrate.
-    return fail(Error{"schema version " + std::to_string(*version) +
-                      " is older than this quip's; a quip call that writes will upgrade it"});
-  }
-  return Store(db_file, std::move(*db), /*read_only=*/true, /*empty=*/*version == 0);
+  // A reader does not migrate: a database of version 1 reads as it is,
+  // its turns without reasoning (a quip call that writes upgrades it).
+  return Store(db_file, std::move(*db), /*read_only=*/true, /*empty=*/*version == 0,
+               /*reasoning_column=*/*version == 0 || *version >= 2);
 }
 
 std::optional<fs::path> default_database_path() {

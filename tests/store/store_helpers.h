@@ -30,6 +30,7 @@ inline TurnRecord sample_turn(int n, const std::string& session = "session-a") {
   t.answer_tokens = std::vector<int32_t>(static_cast<size_t>(n % 5), n);
   t.interrupted = n % 4 == 3;
   t.session = session;
+  t.reasoning = n % 2 == 0 ? "reasoning " + std::to_string(n) : "";
   return t;
 }
 

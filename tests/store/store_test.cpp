@@ -47,6 +47,7 @@ void expect_same_content(const TurnRecord& a, const TurnRecord& b) {
   EXPECT_EQ(a.answer_tokens, b.answer_tokens);
   EXPECT_EQ(a.interrupted, b.interrupted);
   EXPECT_EQ(a.session, b.session);
+  EXPECT_EQ(a.reasoning, b.reasoning);
 }
 
 void expect_same(const TurnRecord& a, const TurnRecord& b) {
@@ -499,6 +500,46 @@ TEST(StoreTest, DatabaseOfANewerQuipIsRefused) {
   }
   // Refused without being touched.
   EXPECT_EQ(sql_value(file, "PRAGMA user_version"), std::to_string(kSchemaVersion + 1));
+}
+
+// Schema version 1 (before turns had their reasoning): a reader reads its
+// turns as they are, with no reasoning, and touches nothing; a writer
+// migrates it, keeping every turn, and then records reasoning.
+TEST(StoreTest, ADatabaseOfVersion1IsReadAsItIsAndMigratedByAWriter) {
+  TempDir dir;
+  const fs::path file = dir / "quip.db";
+  TurnRecord first;
+  {
+    Store s = open_ok(file);
+    TurnRecord t = sample_turn(1);
+    t.reasoning = "dropped with the column";
+    first = record_ok(s, t);
+  }
+  // What quip's first schema was: the same without the column.
+  sql_value(file, "ALTER TABLE turns DROP COLUMN reasoning");
+  sql_value(file, "PRAGMA user_version = 1");
+  first.reasoning = "";
+  {
+    auto reader = Store::open_read_only(file);
+    ASSERT_TRUE(reader.ok()) << reader.error().message;
+    auto turns = reader->turns(first.conversation);
+    ASSERT_TRUE(turns.ok()) << turns.error().message;
+    ASSERT_EQ(turns->size(), 1u);
+    expect_same(turns->at(0), first);
+  }
+  EXPECT_EQ(sql_value(file, "PRAGMA user_version"), "1");
+  Store writer = open_ok(file);
+  EXPECT_EQ(sql_value(file, "PRAGMA user_version"), std::to_string(kSchemaVersion));
+  auto turns = writer.turns(first.conversation);
+  ASSERT_TRUE(turns.ok()) << turns.error().message;
+  ASSERT_EQ(turns->size(), 1u);
+  expect_same(turns->at(0), first);
+  TurnRecord second = sample_turn(2);
+  second.reasoning = "The user asks again.";
+  const TurnRecord stored = record_ok(writer, second);
+  auto again = writer.turns(stored.conversation);
+  ASSERT_TRUE(again.ok()) << again.error().message;
+  EXPECT_EQ(again->back().reasoning, "The user asks again.");
 }
 
 TEST(StoreTest, DefaultDatabaseIsInTheDataFolder) {
