@@ -282,6 +282,16 @@ int generate_main(const std::vector<std::string>& args, std::ostream& out, std::
     return failure.status;
   };
   if (f.template_file) f.settings.template_file = *f.template_file;
+  // llama-cli's -c is the context size: "-c 4096 ..." here would continue a
+  // conversation with the prompt "4096 ...".
+  for (size_t i = 0; i + 1 < args.size() && args[i] != "--"; ++i) {
+    const std::string& next = args[i + 1];
+    if (args[i] == "-c" && !next.empty() &&
+        next.find_first_not_of("0123456789") == std::string::npos) {
+      return fail(
+          {kExitUsage, "-c continues a conversation; for the context size use --ctx-size " + next});
+    }
+  }
 
   if (f.tokens && !f.raw) return fail({kExitUsage, "--tokens goes with --raw"});
   if (f.tokens && (!f.words.empty() || f.file)) {

@@ -60,6 +60,11 @@ TEST_F(QuipHome, UsageErrorsSayWhatIsWrongInQuipsWords) {
        "quip bench: -t: '0x10' is not a decimal integer (see 'quip bench --help')"},
       {{"bench", "-m", "x.gguf", "-p", "010"},
        "quip bench: -p: '010' is not a decimal integer (see 'quip bench --help')"},
+      // llama-cli's -c (the context size) is not quip's (continue).
+      {{"-c", "4096", "hi"},
+       "quip: -c continues a conversation; for the context size use --ctx-size 4096"},
+      {{"-m", "x.gguf", "-c", "512"},
+       "quip: -c continues a conversation; for the context size use --ctx-size 512"},
       {{"--bogus", "hi"}, "quip: unknown option --bogus (see 'quip --help')"},
       {{"-x", "hi"}, "quip: unknown option -x (see 'quip --help')"},
       {{"log", "extra"}, "quip log: unexpected argument 'extra' (see 'quip log --help')"},
