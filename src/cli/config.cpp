@@ -152,6 +152,19 @@ struct Reader {
       s.system = *v;
       return true;
     }
+    if (name == "think") {
+      auto v = string(node, key);
+      if (!v) return v.error();
+      if (*v != "hide" && *v != "show" && *v != "off" && *v != "inline") {
+        // (Built in steps: GCC 12 warns falsely of overlap on one expression.)
+        std::string what = "'";
+        what += printable(*v, 40);
+        what += "' is not one of hide, show, off, inline";
+        return report.at(node, key, what);
+      }
+      s.think = *v;
+      return true;
+    }
     if (name == "template") {
       auto v = string(node, key);
       if (!v) return v.error();
@@ -358,6 +371,7 @@ Settings merged(const Settings& base, const Settings& over) {
     if (value) field = value;
   };
   take(s.system, over.system);
+  take(s.think, over.think);
   take(s.template_file, over.template_file);
   take(s.temp, over.temp);
   take(s.top_p, over.top_p);

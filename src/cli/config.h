@@ -34,6 +34,8 @@ namespace quip::cli {
 // Each field is unset when the file does not give it.
 struct Settings {
   std::optional<std::string> system;
+  // --think's mode ("hide", "show", "off" or "inline"; config.toml's are checked).
+  std::optional<std::string> think;
   std::optional<std::filesystem::path> template_file;
   std::optional<double> temp, top_p, min_p, repeat_penalty;
   std::optional<int64_t> top_k, seed, ctx_size, threads, n_predict;

@@ -126,7 +126,6 @@ struct Flags {
   std::map<std::string, std::optional<std::string>> numbers;
   std::optional<std::string> logprobs_text;
   int logprobs = 0;
-  std::optional<std::string> think;  // --think, as typed
 };
 
 void add_options(CLI::App& app, Flags& f) {
@@ -166,7 +165,7 @@ void add_options(CLI::App& app, Flags& f) {
   app.add_option("--logprobs", f.logprobs_text,
                  "with --json: the K most likely tokens of each step, K in [0, 1000]")
       ->type_name("INT");
-  app.add_option("--think", f.think,
+  app.add_option("--think", f.settings.think,
                  "a thinking model's reasoning: hide (default; recorded, not printed), show (also "
                  "on stderr when it is a terminal), off (ask the model not to think), inline (as "
                  "part of the answer)");
@@ -386,11 +385,11 @@ int generate_main(const std::vector<std::string>& args, std::ostream& out, std::
     }
     request.messages.push_back({{"role", "user"}, {"content", join_for_chat(parts)}});
   }
-  if (f.think) {
-    const std::optional<chat::ThinkMode> mode = chat::parse_think_mode(*f.think);
+  if (s.think) {  // the flag's, or config.toml's (checked there)
+    const std::optional<chat::ThinkMode> mode = chat::parse_think_mode(*s.think);
     if (!mode) {
       return fail({kExitUsage,
-                   "--think: '" + printable(*f.think) + "' is not one of hide, show, off, inline"});
+                   "--think: '" + printable(*s.think) + "' is not one of hide, show, off, inline"});
     }
     request.think = *mode;
   }

@@ -40,6 +40,7 @@ seed = 7
 ctx_size = 2048
 n_predict = 64
 template = "/t/chatml.jinja"
+think = "off"
 
 [models.abs]
 path = "/m/a.gguf"
@@ -64,6 +65,8 @@ max_size = "2GiB"
   EXPECT_EQ(q.settings.ctx_size, 2048);
   EXPECT_EQ(q.settings.n_predict, 64);
   EXPECT_EQ(q.settings.template_file, fs::path("/t/chatml.jinja"));
+  EXPECT_EQ(q.settings.think, "off");
+  EXPECT_FALSE(c.settings.think.has_value());
   EXPECT_FALSE(q.settings.temp.has_value());
   EXPECT_EQ(c.models.at("abs").settings.temp, 1.0);  // an integer where a number goes
 }
@@ -121,9 +124,13 @@ TEST(Config, BrokenConfigsNameFileLineAndKey) {
       {"model = 3\n", "model: expected a string, got an integer"},
       {"model = \"\"\n", "model: is empty"},
       {"system = true\n", "system: expected a string, got a boolean"},
+      {"think = \"maybe\"\n",
+       "config.toml:1: think: 'maybe' is not one of hide, show, off, inline"},
+      {"think = 1\n", "think: expected a string, got an integer"},
       {"models = 1\n", "models: expected a table"},
       {"[models.q]\nsystem = \"x\"\n", "config.toml:1: models.q: has no 'path'"},
-      {"[models.q]\npath = \"a\"\ntemperature = 1\n", "config.toml:3: models.q.temperature: unknown key"},
+      {"[models.q]\npath = \"a\"\ntemperature = 1\n",
+       "config.toml:3: models.q.temperature: unknown key"},
       {"[models.q]\npath = 1\n", "models.q.path: expected a string"},
       {"[models]\nq = 1\n", "models.q: expected a table"},
       {"[cache\n", "config.toml:1:"},

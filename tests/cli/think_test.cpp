@@ -115,6 +115,18 @@ TEST_F(Think, AModelWithoutReasoningAnswersAsBefore) {
   }
 }
 
+// config.toml's think: the mode when no flag says otherwise.
+TEST_F(Think, TheConfigSetsTheModeAndTheFlagWins) {
+  const std::string model = "models/tiny-qwen3-e64-q8_0.gguf", tmpl = "Qwen-QwQ-32B.jinja";
+  const fs::path config = home() / "config.toml";
+  quip::testing::write_bytes(config, "think = \"inline\"\n");
+  const std::string inline_answer = run_ok(call(model, tmpl, {"--think=inline"}));
+  EXPECT_EQ(run_ok(call(model, tmpl, {"--config", config.string()})), inline_answer);
+  const RunResult hidden = run(call(model, tmpl, {"--config", config.string(), "--think=hide"}));
+  EXPECT_EQ(hidden.status, kExitOk);
+  EXPECT_EQ(hidden.out, "");
+}
+
 TEST_F(Think, AnUnknownModeIsAUsageError) {
   expect_failure(call("models/tiny-qwen3-e64-q8_0.gguf", "Qwen-QwQ-32B.jinja", {"--think=maybe"}),
                  kExitUsage, "--think: 'maybe' is not one of hide, show, off, inline");
