@@ -194,7 +194,7 @@ void Forward::layer(uint32_t il, size_t n, size_t pos0) {
   } else {
     // A batch of 64 tokens or more attends as ggml's tiled kernel does,
     // with the queries in float (kernels::attends_in_tiles).
-    const uint32_t vd = hp_.layer_shapes.empty() ? hp_.value_dim : hp_.head_dim_of(il);
+    const uint32_t vd = hp_.value_dim_of(il);
     const bool tiles = llama_cpp_orders_ && kernels::attends_in_tiles(n, vd);
     if (hp_.latent) {
       latent_queries_and_keys(il, n, pos0, tiles);
@@ -277,10 +277,9 @@ void Forward::dense_ffn(const Layer& l, const LayerVectors& lv, size_t n_ff, siz
       std::copy(from + n_ff, from + 2 * n_ff, up_.data() + t * n_ff);
     }
   }
-  const bool geglu = m_.arch().ffn == Activation::GeGLU;
+  const kernels::SwigluFn act = gated_activation(m_.arch().ffn);
   pool_->parallel_for(n * n_ff, [&](size_t begin, size_t end) {
-    (geglu ? kernels::geglu : swiglu_)(gate_.data() + begin, up_.data() + begin,
-                                       gate_.data() + begin, end - begin);
+    act(gate_.data() + begin, up_.data() + begin, gate_.data() + begin, end - begin);
   });
   multiply({{&l.w_down, h_.data()}}, gate_.data(), n_ff, n);
   add_bias(lv.b_down, h_.data(), n);
@@ -638,9 +637,7 @@ void Forward::per_head(const std::vector<Weight>& w, const float* in, size_t in_
 // attn_ = the attention of the queries in q_ over the cache of layer il.
 void Forward::attend(uint32_t il, size_t n, size_t pos0, bool tiles) {
   const LayerVectors& lv = layers_[il];
-  // gemma4's values are as wide as its keys, per layer.
-  const uint32_t hd = hp_.head_dim_of(il);
-  const uint32_t vd = hp_.layer_shapes.empty() ? hp_.value_dim : hd;
+  const uint32_t hd = hp_.head_dim_of(il), vd = hp_.value_dim_of(il);
   const uint32_t n_head_kv = hp_.n_head_kv_of(il), kv_layer = hp_.kv_layer_of(il);
   const kernels::HeadDims dims(hd, vd);
   const size_t q_dim = size_t{hp_.n_head} * hd, a_dim = size_t{hp_.n_head} * vd;
@@ -782,13 +779,20 @@ void Forward::moe_ffn(const Layer& l, const LayerVectors& lv, size_t n, const fl
   }
 }
 
+// The kernel of a gated activation: act(gate) * up.
+kernels::SwigluFn Forward::gated_activation(Activation a) const {
+  switch (a) {
+    case Activation::SwiGLU: return swiglu_;
+    case Activation::GeGLU: return kernels::geglu;
+    case Activation::SwiGLUClamped: return kernels::swiglu_clamped;
+  }
+  return swiglu_;
+}
+
 // The experts' activation over n values of expert_gate_ and expert_up_,
 // into expert_gate_.
 void Forward::activate_experts(size_t n) {
-  const Activation activation = m_.moe()->activation;
-  const kernels::SwigluFn act = activation == Activation::SwiGLUClamped ? kernels::swiglu_clamped
-                                : activation == Activation::GeGLU       ? kernels::geglu
-                                                                        : swiglu_;
+  const kernels::SwigluFn act = gated_activation(m_.moe()->activation);
   pool_->parallel_for(n, [&](size_t begin, size_t end) {
     act(expert_gate_.data() + begin, expert_up_.data() + begin, expert_gate_.data() + begin,
         end - begin);
@@ -902,12 +906,7 @@ void Forward::pre_norm(const std::vector<float>& norm, size_t n) {
 // and scaled (where the model says so) first.
 void Forward::add_residual(const std::vector<float>& post_norm, size_t n) {
   const size_t n_embd = hp_.n_embd;
-  if (!post_norm.empty()) {
-    for (size_t t = 0; t < n; ++t) {
-      float* row = h_.data() + t * n_embd;
-      ops::block_norm(hp_, row, post_norm.data(), row, n_embd);
-    }
-  }
+  if (!post_norm.empty()) norm_rows(post_norm, n);
   if (hp_.residual_scale != 0) {
     for (size_t i = 0; i < n * n_embd; ++i) h_[i] *= hp_.residual_scale;
   }

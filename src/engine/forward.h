@@ -110,6 +110,7 @@ class Forward {
   void moe_ffn_one_token(const Layer& l, const LayerVectors& lv, const int32_t* chosen);
   void moe_ffn_batch(const Layer& l, const LayerVectors& lv, size_t n, const int32_t* chosen);
   void activate_experts(size_t n);
+  kernels::SwigluFn gated_activation(Activation a) const;
   void shared_expert(const Layer& l, size_t n);
   // The products of several weights with one input, in one parallel loop;
   // with `alone`, each of the n columns in the float order of a token

@@ -595,7 +595,7 @@ std::span<const float> ReferenceForward::step(int32_t token) {
       // A sliding layer's query sees the last `window` positions (Beltagy et
       // al. 2020), and Gemma 2 soft-caps the scores.
       const size_t start = kernels::first_seen(pos_, hp.window_of(il)), n_pos = pos_ + 1 - start;
-      const uint32_t vd = hp.layer_shapes.empty() ? hp.value_dim : hd;
+      const uint32_t vd = hp.value_dim_of(il);
       std::vector<float> attn(size_t{hp.n_head} * vd, 0.0f);
       const kernels::Scores scores(m_.arch().scale_queries ? 1.0f : hp.attention_scale_or_default(),
                                    hp.attn_softcap);

@@ -9,18 +9,17 @@
 namespace quip::engine {
 
 KvCache::KvCache(uint32_t n_layer, uint32_t row_width, bool values_in_keys,
-                 std::vector<uint8_t> recurrent, RecurrentShape shape)
+                 const std::vector<uint8_t>& recurrent, RecurrentShape shape)
     : row_width_(row_width),
       values_in_keys_(values_in_keys),
       k_(n_layer),
       v_(values_in_keys ? 0 : n_layer),
-      recurrent_(std::move(recurrent)),
       conv_(n_layer),
       state_(n_layer) {
-  CHECK(recurrent_.empty() || recurrent_.size() == n_layer);
+  CHECK(recurrent.empty() || recurrent.size() == n_layer);
   widths_.assign(n_layer, row_width);
-  for (uint32_t l = 0; l < recurrent_.size(); ++l) {
-    if (recurrent_[l] == 0) continue;
+  for (uint32_t l = 0; l < recurrent.size(); ++l) {
+    if (recurrent[l] == 0) continue;
     ++n_recurrent_;
     widths_[l] = 0;
     conv_[l].assign(shape.conv_floats, 0.0f);

@@ -37,7 +37,7 @@ class KvCache {
   // `recurrent`: per layer, 1 where it is recurrent (of `shape`), or empty
   // where none is.
   KvCache(uint32_t n_layer, uint32_t row_width, bool values_in_keys = false,
-          std::vector<uint8_t> recurrent = {}, RecurrentShape shape = {});
+          const std::vector<uint8_t>& recurrent = {}, RecurrentShape shape = {});
   // A cache whose layers' rows differ in width (gemma4): widths[l] halves
   // per key and value row of layer l, 0 in a layer without rows of its own
   // (one that reads another layer's).
@@ -119,7 +119,6 @@ class KvCache {
   // (layer) (capacity, row_width); v_ empty with values in keys; both
   // empty in a recurrent layer.
   std::vector<std::vector<uint16_t>> k_, v_;
-  std::vector<uint8_t> recurrent_;  // per layer, or empty
   uint32_t n_recurrent_ = 0;
   std::vector<std::vector<float>> conv_, state_;  // (layer), empty but in recurrent ones
 };

@@ -443,6 +443,10 @@ struct Hparams {
   uint32_t n_ff_of(uint32_t il) const {
     return layer_shapes.empty() ? n_ff : layer_shapes[il].n_ff;
   }
+  // (gemma4's values are as wide as its keys, layer by layer.)
+  uint32_t value_dim_of(uint32_t il) const {
+    return layer_shapes.empty() ? value_dim : layer_shapes[il].head_dim;
+  }
   // The layer whose cache layer il attends over: il itself unless it shares.
   uint32_t kv_layer_of(uint32_t il) const {
     return layer_shapes.empty() ? il : layer_shapes[il].kv_layer;
