@@ -197,6 +197,16 @@ class Tokenizer::Session {
     }
   };
 
+  // Queues the pair of ids_[left] and ids_[right] (symbols; -1: none) at
+  // its merge rank, where it has one.
+  void queue_ranked(std::priority_queue<BpeBigram>& queue, int32_t left, int32_t right) const {
+    if (left < 0 || right < 0) return;
+    const TokenId l = ids_[static_cast<size_t>(left)], r = ids_[static_cast<size_t>(right)];
+    if (l == kNoToken || r == kNoToken) return;
+    const uint32_t rank = vocab_.merge_rank(l, r);
+    if (rank != PairIndex::kNoRank) queue.push(BpeBigram{rank, left, l, r});
+  }
+
   void bpe_word(std::string_view word, std::vector<TokenId>& out) {
     const ByteMap& bytes = ByteMap::get();
     if (vocab_.pre() == Pre::Llama3 || vocab_.pre() == Pre::Mistral) {
@@ -218,13 +228,7 @@ class Tokenizer::Session {
       next_.push_back(i + 1 < word.size() ? static_cast<int32_t>(i + 1) : -1);
     }
     std::priority_queue<BpeBigram> queue;
-    const auto try_add = [&](int32_t left, int32_t right) {
-      if (left < 0 || right < 0) return;
-      const TokenId l = ids_[static_cast<size_t>(left)], r = ids_[static_cast<size_t>(right)];
-      if (l == kNoToken || r == kNoToken) return;
-      const uint32_t rank = vocab_.merge_rank(l, r);
-      if (rank != PairIndex::kNoRank) queue.push(BpeBigram{rank, left, l, r});
-    };
+    const auto try_add = [&](int32_t left, int32_t right) { queue_ranked(queue, left, right); };
     for (size_t i = 1; i < word.size(); ++i) {
       try_add(static_cast<int32_t>(i - 1), static_cast<int32_t>(i));
     }
@@ -283,13 +287,7 @@ class Tokenizer::Session {
     ids_.clear();
     for (const Symbol& sym : symbols_) ids_.push_back(vocab_.find(word.substr(sym.start, sym.len)));
     std::priority_queue<BpeBigram> queue;
-    const auto try_add = [&](int32_t left, int32_t right) {
-      if (left < 0 || right < 0) return;
-      const TokenId l = ids_[static_cast<size_t>(left)], r = ids_[static_cast<size_t>(right)];
-      if (l == kNoToken || r == kNoToken) return;
-      const uint32_t rank = vocab_.merge_rank(l, r);
-      if (rank != PairIndex::kNoRank) queue.push(BpeBigram{rank, left, l, r});
-    };
+    const auto try_add = [&](int32_t left, int32_t right) { queue_ranked(queue, left, right); };
     for (size_t i = 1; i < symbols_.size(); ++i) {
       try_add(static_cast<int32_t>(i - 1), static_cast<int32_t>(i));
     }
