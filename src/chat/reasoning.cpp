@@ -41,6 +41,13 @@ bool take_until(std::string& pending, std::string_view marker, std::string& out)
   return false;
 }
 
+// Drops the white space `pending` begins with: false when that was all.
+bool drop_leading_space(std::string& pending) {
+  const size_t text = pending.find_first_not_of(" \n\r\t");
+  pending.erase(0, text == std::string::npos ? pending.size() : text);
+  return !pending.empty();
+}
+
 std::string_view trim_end(std::string_view s) {
   while (!s.empty() && is_space(s.back())) s.remove_suffix(1);
   return s;
@@ -104,15 +111,10 @@ void ReasoningSplitter::push(std::string_view piece, std::string& answer, std::s
   pending_.append(piece);
   for (;;) {
     switch (state_) {
-      case State::Start: {
+      case State::Start:
         // White space before the section is dropped; anything but the
         // section's opening means the model answered without one.
-        const size_t text = pending_.find_first_not_of(" \n\r\t");
-        if (text == std::string::npos) {
-          pending_.clear();
-          return;
-        }
-        pending_.erase(0, text);
+        if (!drop_leading_space(pending_)) return;
         if (pending_.starts_with(kOpen)) {
           pending_.erase(0, kOpen.size());
           state_ = State::Thinking;
@@ -122,21 +124,14 @@ void ReasoningSplitter::push(std::string_view piece, std::string& answer, std::s
           state_ = State::Answer;
         }
         break;
-      }
       case State::Thinking:
         if (!take_until(pending_, kClose, reasoning)) return;
         state_ = State::Closed;
         break;
-      case State::Closed: {
-        const size_t text = pending_.find_first_not_of(" \n\r\t");
-        if (text == std::string::npos) {
-          pending_.clear();
-          return;
-        }
-        pending_.erase(0, text);
+      case State::Closed:
+        if (!drop_leading_space(pending_)) return;
         state_ = State::Answer;
         break;
-      }
       case State::Answer:
         answer += pending_;
         pending_.clear();
