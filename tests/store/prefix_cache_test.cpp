@@ -186,6 +186,13 @@ engine::KvCache hybrid_filled(size_t n, uint32_t seed = 1) {
   return c;
 }
 
+// The prefix cache's shape of hybrid() caches (logits of n_vocab floats).
+KvShape hybrid_shape(uint32_t n_vocab) {
+  KvShape shape{"0123456789abcdef", 1, kRowWidth, n_vocab, ""};
+  shape.state_bytes = hybrid().state_bytes();
+  return shape;
+}
+
 std::vector<uint8_t> state_of(const engine::KvCache& c) {
   std::vector<uint8_t> out;
   c.save_state(out);
@@ -222,9 +229,7 @@ TEST(KvCacheRecurrent, RowsOnlyInAttentionLayersAndTheStateWhole) {
 TEST_F(PrefixCacheTest, HybridPrefixesEndOnlyWhereAStateWasKept) {
   constexpr uint32_t kVocab = 11;
   const engine::KvCache kv = hybrid_filled(150), at_100 = hybrid_filled(100);
-  KvShape hybrid_shape{"0123456789abcdef", 1, kRowWidth, kVocab, ""};
-  hybrid_shape.state_bytes = kv.state_bytes();
-  PrefixCache c(dir(), hybrid_shape, kDefaultCacheBytes);
+  PrefixCache c(dir(), hybrid_shape(kVocab), kDefaultCacheBytes);
   const auto t = tokens(200);
   const std::vector<uint8_t> snapshot = state_of(at_100);
   const EndState states[] = {{100, snapshot}};
@@ -266,9 +271,7 @@ TEST_F(PrefixCacheTest, HybridPrefixesEndOnlyWhereAStateWasKept) {
 // call that has the state there, so a hybrid prefix can end there after.
 TEST_F(PrefixCacheTest, HybridStateIsAddedToAStoredSegment) {
   const engine::KvCache kv = hybrid_filled(100), at_64 = hybrid_filled(64);
-  KvShape hybrid_shape{"0123456789abcdef", 1, kRowWidth, 0, ""};
-  hybrid_shape.state_bytes = kv.state_bytes();
-  PrefixCache c(dir(), hybrid_shape, kDefaultCacheBytes);
+  PrefixCache c(dir(), hybrid_shape(0), kDefaultCacheBytes);
   const auto t = tokens(101);
   const auto restore_64 = [&] {
     engine::KvCache r = hybrid();
@@ -290,9 +293,7 @@ TEST_F(PrefixCacheTest, HybridStateIsAddedToAStoredSegment) {
 // warning, and a shorter prefix with a sound state is restored.
 TEST_F(PrefixCacheTest, HybridBrokenStateIsNeverRestored) {
   const engine::KvCache kv = hybrid_filled(150), at_100 = hybrid_filled(100);
-  KvShape hybrid_shape{"0123456789abcdef", 1, kRowWidth, 0, ""};
-  hybrid_shape.state_bytes = kv.state_bytes();
-  PrefixCache c(dir(), hybrid_shape, kDefaultCacheBytes);
+  PrefixCache c(dir(), hybrid_shape(0), kDefaultCacheBytes);
   const auto t = tokens(200);
   const std::vector<uint8_t> snapshot = state_of(at_100);
   const EndState states[] = {{100, snapshot}};

@@ -311,17 +311,7 @@ struct RandomGemma4 {
         ids.push_back(id(run));
         continue;
       }
-      std::vector<std::string> s;
-      for (size_t i = 0; i < run.size();) {
-        const auto c = static_cast<unsigned char>(run[i]);
-        const size_t n = std::min<size_t>(c >= 0xF0   ? 4
-                                          : c >= 0xE0 ? 3
-                                          : c >= 0xC0 ? 2
-                                                      : 1,
-                                          run.size() - i);
-        s.push_back(run.substr(i, n));
-        i += n;
-      }
+      std::vector<std::string> s = lead_byte_characters(run);
       for (;;) {
         size_t best = s.size(), best_rank = SIZE_MAX;
         for (size_t i = 0; i + 1 < s.size(); ++i) {

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
@@ -61,6 +62,23 @@ class Keys {
  private:
   std::vector<std::pair<std::string, OwnedValue>> entries_;
 };
+
+// The characters of `text` by their lead byte alone, as SentencePiece and
+// llama.cpp split them (the naive tokenizers' first step).
+inline std::vector<std::string> lead_byte_characters(std::string_view text) {
+  std::vector<std::string> out;
+  for (size_t i = 0; i < text.size();) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    const size_t n = std::min<size_t>(c >= 0xF0   ? 4
+                                      : c >= 0xE0 ? 3
+                                      : c >= 0xC0 ? 2
+                                                  : 1,
+                                      text.size() - i);
+    out.emplace_back(text.substr(i, n));
+    i += n;
+  }
+  return out;
+}
 
 inline OwnedValue strings(std::vector<std::string> v) {
   return make_array(v);

@@ -463,17 +463,7 @@ struct RandomSpm {
   std::vector<TokenId> naive(const std::string& text) const {
     std::string escaped(kSpmSpace);
     for (char c : text) escaped += c == ' ' ? std::string(kSpmSpace) : std::string(1, c);
-    std::vector<std::string> s;
-    for (size_t i = 0; i < escaped.size();) {
-      const auto c = static_cast<unsigned char>(escaped[i]);
-      const size_t n = std::min<size_t>(c >= 0xF0   ? 4
-                                        : c >= 0xE0 ? 3
-                                        : c >= 0xC0 ? 2
-                                                    : 1,
-                                        escaped.size() - i);
-      s.push_back(escaped.substr(i, n));
-      i += n;
-    }
+    std::vector<std::string> s = lead_byte_characters(escaped);
     for (;;) {
       size_t best = s.size();
       float best_score = 0;
