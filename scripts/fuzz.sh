@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Runs a libFuzzer target for a number of seconds on a seed corpus made from
 # the shared test data.
-#   scripts/fuzz.sh FUZZER SECONDS SHARED_DIR gguf|text|jinja|config|edits|reasoning
+#   scripts/fuzz.sh FUZZER SECONDS SHARED_DIR gguf|text|jinja|config|edits|reasoning|gbnf
 # gguf: seeds are the heads of the shared GGUF files (for file parsers).
 # text: seeds are the tokenizer test strings and slices of a book.
 # jinja: seeds are the shared chat templates.
 # config: seeds are config.toml files, valid and broken.
 # edits: seeds are a few edit lists (the target builds its own files).
 # reasoning: seeds are model outputs with thinking sections and channels.
+# gbnf: seeds are the test grammars (tests/data/grammars), each with a text.
 set -euo pipefail
 fuzzer=$1 seconds=$2 shared=$3 kind=$4
 name=$(basename "$fuzzer")${QUIP_FUZZ_VOCAB:+-$(basename "$QUIP_FUZZ_VOCAB" .gguf)}
@@ -15,7 +16,13 @@ work=$(dirname "$fuzzer")/run-$name
 seeds=$work/seeds corpus=$work/corpus
 rm -rf "$seeds" && mkdir -p "$seeds" "$corpus"
 
-if [ "$kind" = reasoning ]; then
+if [ "$kind" = gbnf ]; then
+  # "GRAMMAR\0TEXT" (fuzz/gbnf_fuzz.cpp).
+  here=$(cd "$(dirname "$0")/.." && pwd)
+  for g in "$here"/tests/data/grammars/*.gbnf; do
+    { cat "$g"; printf '\000{"a": [1, "x"]}'; } >"$seeds/$(basename "$g")"
+  done
+elif [ "$kind" = reasoning ]; then
   # A model's output in each style: the first byte's low bits pick the
   # style (1 tags, 2 harmony, else none), bit 2 the start inside the
   # reasoning, the rest the piece size.

@@ -24,6 +24,7 @@
 #include "cli/prompt_input.h"
 #include "cli/report.h"
 #include "cli/usage.h"
+#include "grammar/grammar.h"
 #include "kernels/thread_pool.h"
 #include "session/session.h"
 
@@ -126,6 +127,8 @@ struct Flags {
   std::map<std::string, std::optional<std::string>> numbers;
   std::optional<std::string> logprobs_text;
   int logprobs = 0;
+  // Constrained output: at most one of these.
+  std::optional<std::string> grammar_file, json_schema, choice;
 };
 
 void add_options(CLI::App& app, Flags& f) {
@@ -169,6 +172,12 @@ void add_options(CLI::App& app, Flags& f) {
                  "a thinking model's reasoning: hide (default; recorded, not printed), show (also "
                  "on stderr when it is a terminal), off (ask the model not to think), inline (as "
                  "part of the answer)");
+  app.add_option("--grammar", f.grammar_file,
+                 "the answer is a sentence of this GBNF grammar (llama.cpp's grammar files)");
+  app.add_option("--json-schema", f.json_schema,
+                 "the answer is JSON valid under this JSON Schema (a file, or the schema itself)");
+  app.add_option("--choice", f.choice,
+                 "the answer is exactly one of these comma-separated strings, and a newline");
   app.add_flag("--json", f.json, "print one JSON object instead of the text");
   app.add_flag("--stats", f.stats, "print token counts and timings as one line on stderr");
   app.add_flag("--no-cache", f.no_cache, "neither restore nor save evaluated prefixes");
@@ -227,6 +236,74 @@ std::variant<engine::SamplerSettings, Failure> sampler_settings(const Settings& 
   return out;
 }
 
+// A GBNF literal for `text`: every byte but printable ASCII escaped.
+std::string gbnf_literal(std::string_view text) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out = "\"";
+  for (size_t i = 0; i < text.size();) {
+    const auto c = static_cast<uint8_t>(text[i]);
+    if (c >= 0x20 && c < 0x7F && c != '"' && c != '\\') {
+      out += static_cast<char>(c);
+      ++i;
+      continue;
+    }
+    // A whole character as \UXXXXXXXX (GBNF's terminals are code points).
+    const size_t n = utf8_sequence_length(text, i);
+    uint32_t v = c;
+    if (n > 1) {
+      v &= 0xFFu >> (n + 1);
+      for (size_t k = 1; k < n; ++k) v = (v << 6) | (static_cast<uint8_t>(text[i + k]) & 0x3F);
+    }
+    out += "\\U";
+    for (int shift = 28; shift >= 0; shift -= 4) out += kHex[(v >> shift) & 0xF];
+    i += n;
+  }
+  return out + "\"";
+}
+
+// The grammar of --grammar, --json-schema or --choice (none: free text).
+// What cannot be compiled is a usage error that names the place.
+std::variant<std::shared_ptr<const grammar::Grammar>, Failure> output_grammar(const Flags& f) {
+  const int given = (f.grammar_file ? 1 : 0) + (f.json_schema ? 1 : 0) + (f.choice ? 1 : 0);
+  if (given == 0) return std::shared_ptr<const grammar::Grammar>();
+  if (given > 1) return Failure{kExitUsage, "give one of --grammar, --json-schema, --choice"};
+  std::string gbnf, what;
+  if (f.grammar_file) {
+    what = "--grammar " + printable(*f.grammar_file);
+    auto text = read_input_file(*f.grammar_file);
+    if (!text) return Failure{kExitUsage, "--grammar: " + text.error().message};
+    gbnf = std::move(*text);
+  } else if (f.choice) {
+    what = "--choice";
+    std::vector<std::string> choices;
+    for (size_t begin = 0;;) {
+      const size_t comma = f.choice->find(',', begin);
+      choices.push_back(f.choice->substr(begin, comma - begin));
+      if (comma == std::string::npos) break;
+      begin = comma + 1;
+    }
+    for (const std::string& c : choices) {
+      if (c.empty())
+        return Failure{kExitUsage, "--choice: an empty choice in '" + printable(*f.choice) + "'"};
+      for (size_t i = 0; i < c.size();) {
+        const size_t n = utf8_sequence_length(c, i);
+        if (n == 0)
+          return Failure{kExitUsage, "--choice: '" + printable(c) + "' is not valid UTF-8"};
+        i += n;
+      }
+      gbnf += gbnf.empty() ? "root ::= " : " | ";
+      gbnf += gbnf_literal(c);
+    }
+    gbnf += '\n';
+  } else {
+    what = "--json-schema";
+    return Failure{kExitUsage, "--json-schema: not yet"};
+  }
+  auto compiled = grammar::compile_gbnf(gbnf);
+  if (!compiled) return Failure{kExitUsage, what + ": " + compiled.error().message};
+  return *compiled;
+}
+
 nlohmann::json json_result(const session::Request& request, const session::Prompt& prompt,
                            const session::Answer& a) {
   nlohmann::json j;
@@ -244,6 +321,7 @@ nlohmann::json json_result(const session::Request& request, const session::Promp
                 {"evaluated_tokens", a.usage.evaluated_tokens},
                 {"generated_tokens", a.usage.generated_tokens}};
   j["stop"] = session::stop_name(a.stop);
+  if (a.valid) j["valid"] = *a.valid;
   j["seed"] = request.sampler.seed;
   if (request.logprobs > 0) {
     nlohmann::json steps = nlohmann::json::array();
@@ -317,6 +395,9 @@ int generate_main(const std::vector<std::string>& args, std::ostream& out, std::
           {kExitUsage, "--logprobs '" + printable(t, 40) + "' is not an integer in [0, 1000]"});
     }
   }
+  auto constrained = output_grammar(f);
+  if (auto* failure = std::get_if<Failure>(&constrained)) return fail(*failure);
+  request.grammar = std::get<std::shared_ptr<const grammar::Grammar>>(constrained);
   std::optional<std::vector<int64_t>> token_ids;
   if (f.tokens) {
     auto ids = parse_ids(*f.tokens);
@@ -393,6 +474,9 @@ int generate_main(const std::vector<std::string>& args, std::ostream& out, std::
     }
     request.think = *mode;
   }
+  // A constrained answer is the grammar's from its first token: a thinking
+  // model is asked not to think (the grammar would forbid its <think>).
+  if (request.grammar) request.think = chat::ThinkMode::Off;
   auto built = session::build_prompt(*loaded, request);
   if (!built) return fail(from(built.failure()));
   const session::Prompt& prompt = *built;
@@ -440,12 +524,15 @@ int generate_main(const std::vector<std::string>& args, std::ostream& out, std::
       reasoning_open = true;
     };
   }
+  // A constrained answer goes to a pipe or file only once it is whole, so
+  // that a script never reads a cut-short one; a terminal sees it come.
+  const bool hold_answer = request.grammar && !(&out == &std::cout && isatty(STDOUT_FILENO) != 0);
   callbacks.on_token = [&](int32_t, std::string_view piece) {
     if (reasoning_open && !piece.empty()) {
       err << "\n" << std::flush;
       reasoning_open = false;
     }
-    if (!f.json && !piece.empty() && !reader_gone) {
+    if (!f.json && !hold_answer && !piece.empty() && !reader_gone) {
       out << piece << std::flush;
       if (!out) {
         reader_gone = true;
@@ -459,9 +546,19 @@ int generate_main(const std::vector<std::string>& args, std::ostream& out, std::
   auto generated = session::generate(*loaded, request, prompt, callbacks);
   if (!generated) return fail(from(generated.failure()));
   const session::Answer& answer = *generated;
+  // --choice: the choice on a line of its own, wherever it goes.
+  const bool choice_line = f.choice && !f.json && answer.valid == true;
+  if (hold_answer && !f.json && answer.valid == true) {
+    out << answer.text << (choice_line ? "\n" : "") << std::flush;
+    if (!out) {
+      reader_gone = true;
+      write_errno = errno;
+    }
+  }
   // On a terminal, the shell's prompt starts on a line of its own (a pipe
   // or $(...) gets the answer as it is).
-  const bool open_line = !f.json && !answer.text.empty() && answer.text.back() != '\n';
+  const bool open_line = !f.json && !answer.text.empty() && answer.text.back() != '\n' &&
+                         !(choice_line && hold_answer);
   if (open_line && !reader_gone && &out == &std::cout && isatty(STDOUT_FILENO) != 0) {
     out << '\n' << std::flush;
   } else if (open_line && &out == &std::cout && &err == &std::cerr && same_file(1, 2)) {
@@ -493,6 +590,19 @@ int generate_main(const std::vector<std::string>& args, std::ostream& out, std::
         << '\n';
   }
   if (f.json) out << json_result(request, prompt, answer).dump() << '\n';
+  if (answer.valid == false && !answer.interrupted) {
+    std::string why = answer.stop == engine::StopReason::Length
+                          ? "reached -n " + std::to_string(request.n_predict)
+                      : answer.stop == engine::StopReason::Context
+                          ? "filled the context (" +
+                                std::to_string(prompt.tokens.size() + answer.tokens.size()) +
+                                " tokens)"
+                          : "could not be continued by any token of the vocabulary";
+    print_error(err, "quip",
+                "the constrained answer " + why + " before it was complete" +
+                    (hold_answer && !f.json ? "; nothing was printed" : ""));
+    return kExitFailure;
+  }
   if (f.stats) {
     const auto& u = answer.usage;
     const auto& t = answer.timings;

@@ -81,14 +81,29 @@ Generation generate(Forward& fwd, std::span<const int32_t> prompt, const Generat
   const auto limit_reached = [&] {
     return options.max_tokens >= 0 && g.tokens.size() >= static_cast<uint64_t>(options.max_tokens);
   };
+  std::vector<float> allowed;  // with a constraint: the logits it leaves
   while (!limit_reached()) {
-    const int32_t id = sampler->sample(logits, history);
+    std::span<const float> draw_from = logits;
+    if (options.constraint) {
+      if (options.constraint->complete()) {
+        g.stop = StopReason::End;
+        break;
+      }
+      allowed.assign(logits.begin(), logits.end());
+      if (!options.constraint->restrict(allowed)) {
+        g.stop = StopReason::Constraint;
+        break;
+      }
+      draw_from = allowed;
+    }
+    const int32_t id = sampler->sample(draw_from, history);
     if (options.top_logprobs > 0)
       g.steps.push_back({id, top_logprobs(logits, options.top_logprobs)});
     if (options.is_end && options.is_end(id)) {
       g.stop = StopReason::End;
       break;
     }
+    if (options.constraint) options.constraint->accept(id);
     g.tokens.push_back(id);
     history.push_back(id);
     if (!on_token(id)) {

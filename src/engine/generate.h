@@ -13,12 +13,29 @@
 
 namespace quip::engine {
 
+// What may come next, for constrained output (grammar/token_constraint.h).
+class TokenConstraint {
+ public:
+  virtual ~TokenConstraint() = default;
+  // Sets the logits of the tokens that may not come next to -infinity
+  // (end-of-generation tokens included); false when no token may.
+  virtual bool restrict(std::span<float> logits) = 0;
+  // The token drawn, which the last restrict allowed.
+  virtual void accept(int32_t id) = 0;
+  // Whether the answer is whole and nothing may follow it: generation
+  // ends there, without drawing an end token.
+  virtual bool complete() const = 0;
+};
+
 struct GenerateOptions {
   int64_t max_tokens = -1;  // -1: no limit but the context
   size_t n_ctx = 4096;      // positions available to prompt and answer together
   SamplerSettings sampler;
   int top_logprobs = 0;                 // K: report the K most likely tokens of each step
   std::function<bool(int32_t)> is_end;  // end-of-generation tokens (not part of the answer)
+  // Constrained output: only tokens it allows are drawn (top_logprobs
+  // still report the model's own distribution). Null: none.
+  TokenConstraint* constraint = nullptr;
   // Asked between batches of the prompt (Forward's max_batch tokens each):
   // false stops before the answer, keeping what was evaluated in the cache.
   std::function<bool()> keep_going;
@@ -48,7 +65,8 @@ struct Step {
   std::vector<TokenLogprob> top;  // the top_logprobs most likely, most likely first
 };
 
-enum class StopReason { End, Length, Context, Caller };
+// Constraint: no token of the vocabulary can continue the constrained answer.
+enum class StopReason { End, Length, Context, Caller, Constraint };
 
 struct Generation {
   std::vector<int32_t> tokens;  // the answer; an end token is not included

@@ -33,14 +33,14 @@ struct ByteRange {
 // One symbol of an alternative: a byte class or a reference to a rule.
 struct Symbol {
   bool is_rule = false;
-  uint32_t rule = 0;                // is_rule: the rule's index
-  std::vector<ByteRange> bytes;     // !is_rule: the bytes it matches (one byte)
+  uint32_t rule = 0;             // is_rule: the rule's index
+  std::vector<ByteRange> bytes;  // !is_rule: the bytes it matches (one byte)
 };
 
 using Alternative = std::vector<Symbol>;  // empty: matches the empty string
 
 struct Rule {
-  std::string name;  // as written, or "<parent>-<n>" for what a group or repetition became
+  std::string name;  // as written, or "<parent>#<n>" for what a group or repetition became
   std::vector<Alternative> alternatives;
 };
 

@@ -1,5 +1,7 @@
 #include "session/loaded_model.h"
 
+#include <algorithm>
+
 #include "base/paths.h"
 #include "base/text.h"
 #include "gguf/fingerprint.h"
@@ -23,6 +25,21 @@ Result<LoadedModel> load_model(const std::string& path) {
   if (!tok) return tok.error();
   std::string fingerprint = gguf::fingerprint(*file);
   return LoadedModel{std::move(file), std::move(*model), std::move(*tok), std::move(fingerprint)};
+}
+
+std::shared_ptr<const grammar::TokenTrie> token_trie(const LoadedModel& model) {
+  LoadedModel::TrieSlot& slot = *model.trie_slot;
+  std::call_once(slot.once, [&] {
+    const tokenizer::Vocab& vocab = model.tokenizer.vocab();
+    // As many as the logits (the output may be padded past the vocabulary).
+    std::vector<std::string> texts(model.model.hparams().n_vocab);
+    for (size_t id = 0; id < std::min(texts.size(), vocab.size()); ++id) {
+      const auto t = static_cast<tokenizer::TokenId>(id);
+      if (!vocab.is_eog(t)) texts[id] = model.tokenizer.piece(t);
+    }
+    slot.trie = std::make_shared<const grammar::TokenTrie>(texts);
+  });
+  return slot.trie;
 }
 
 }  // namespace quip::session

@@ -4,11 +4,13 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "base/result.h"
 #include "engine/model.h"
 #include "gguf/reader.h"
+#include "grammar/token_constraint.h"
 #include "tokenizer/tokenizer.h"
 
 namespace quip::session {
@@ -18,10 +20,22 @@ struct LoadedModel {
   engine::Model model;
   tokenizer::Tokenizer tokenizer;
   std::string fingerprint;  // gguf::fingerprint(*file): what records and caches are keyed by
+
+  // The vocabulary as constrained output walks it (token_trie below),
+  // built on first use and shared by the calls on this model.
+  struct TrieSlot {
+    std::once_flag once;
+    std::shared_ptr<const grammar::TokenTrie> trie;
+  };
+  std::shared_ptr<TrieSlot> trie_slot = std::make_shared<TrieSlot>();
 };
 
 // Errors name the file and what is wrong with it, and include weight types
 // that quip cannot multiply.
 Result<LoadedModel> load_model(const std::string& path);
+
+// The answer texts of `model`'s tokens as a trie (grammar/token_constraint.h):
+// control tokens and tokens without text have none. Thread safe.
+std::shared_ptr<const grammar::TokenTrie> token_trie(const LoadedModel& model);
 
 }  // namespace quip::session

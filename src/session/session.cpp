@@ -4,6 +4,7 @@
 #include "chat/chat_template.h"
 #include "chat/turn_prompt.h"
 #include "engine/forward.h"
+#include "grammar/token_constraint.h"
 #include "tokenizer/tokenizer.h"
 
 namespace quip::session {
@@ -195,6 +196,7 @@ const char* stop_name(engine::StopReason r) {
     case engine::StopReason::Length: return "length";
     case engine::StopReason::Context: return "context";
     case engine::StopReason::Caller: return "interrupted";
+    case engine::StopReason::Constraint: return "constraint";
   }
   return "?";
 }
@@ -290,8 +292,21 @@ Outcome<Answer> generate(const LoadedModel& m, const Request& r, const Prompt& p
   const tokenizer::Vocab& vocab = m.tokenizer.vocab();
   if (!r.ignore_eos) options.is_end = [&](int32_t id) { return vocab.is_eog(id); };
 
+  std::optional<grammar::GrammarConstraint> constraint;
+  if (r.grammar) {
+    std::vector<int32_t> end_tokens;
+    for (size_t id = 0; id < vocab.size(); ++id)
+      if (options.is_end && options.is_end(static_cast<int32_t>(id)))
+        end_tokens.push_back(static_cast<int32_t>(id));
+    constraint.emplace(r.grammar, token_trie(m), std::move(end_tokens));
+    options.constraint = &*constraint;
+  }
+
   tokenizer::StreamDecoder decoder(m.tokenizer);
-  chat::ReasoningSplitter splitter(prompt.reasoning, prompt.starts_in_reasoning);
+  // A constrained answer is the grammar's sentence whole: nothing of it is
+  // taken for reasoning.
+  chat::ReasoningSplitter splitter(r.grammar ? chat::ReasoningStyle::None : prompt.reasoning,
+                                   !r.grammar && prompt.starts_in_reasoning);
   bool caller_stopped = false;
   // Each piece split into the answer's and the reasoning's parts, each
   // passed on as it comes.
@@ -323,6 +338,7 @@ Outcome<Answer> generate(const LoadedModel& m, const Request& r, const Prompt& p
   a.tokens = std::move(g.tokens);
   a.steps = std::move(g.steps);
   a.stop = g.stop;
+  if (constraint) a.valid = constraint->accepting();
   a.usage = {.prompt_tokens = prompt.tokens.size(),
              .cached_tokens = g.cached_tokens,
              .evaluated_tokens = g.evaluated_tokens,

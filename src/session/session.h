@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -29,6 +30,7 @@
 #include "chat/reasoning.h"
 #include "engine/generate.h"
 #include "engine/sampler.h"
+#include "grammar/grammar.h"
 #include "kernels/dot.h"
 #include "session/conversation.h"
 #include "session/loaded_model.h"
@@ -72,6 +74,10 @@ struct Request {
   // in the prompt. Templates see enable_thinking=true otherwise, as
   // llama.cpp passes it.
   chat::ThinkMode think = chat::ThinkMode::Hide;
+  // Constrained output: the answer is drawn as a sentence of this grammar
+  // (and its reasoning is not told apart: the caller turns thinking off).
+  // Null: free text.
+  std::shared_ptr<const grammar::Grammar> grammar;
 
   // The prefix cache: `cache_dir`/kv, unless no_cache or there is no folder.
   bool no_cache = false;
@@ -121,6 +127,9 @@ struct Answer {
   std::vector<engine::Step> steps;  // with logprobs: one per token drawn
   engine::StopReason stop = engine::StopReason::Length;
   bool interrupted = false;  // stopped by the caller (on_token or keep_going)
+  // With Request::grammar: whether the answer is a whole sentence of it
+  // (not when cut short by -n, the context or the caller).
+  std::optional<bool> valid;
   Usage usage;
   Timings timings;
   // The turn as recorded (conversation and turn numbers filled), or why it
@@ -166,7 +175,7 @@ nlohmann::json sampler_json(const engine::SamplerSettings& s, int64_t n_predict,
 // The timings as a turn records them and --json reports, with the rates.
 nlohmann::json timings_json(const Answer& answer);
 
-// "end", "length", "context", "interrupted".
+// "end", "length", "context", "interrupted", "constraint".
 const char* stop_name(engine::StopReason r);
 
 // The context a request gets on `model`: Request::n_ctx, else the model's.
