@@ -1,5 +1,7 @@
 #include "session/session.h"
 
+#include <algorithm>
+
 #include "base/text.h"
 #include "chat/chat_template.h"
 #include "chat/turn_prompt.h"
@@ -104,12 +106,22 @@ Outcome<Prompt> build_chat_prompt(const LoadedModel& m, const Request& r) {
   options.extra["enable_thinking"] = r.think != chat::ThinkMode::Off;
   p.added = r.messages;
 
+  // Turns that hold reasoning are rendered again, as the template expects
+  // to see them (Qwen3's drops an earlier turn's thinking), rather than
+  // continued from their stored tokens, which hold it: the prefix cache
+  // then restores up to the first answer with reasoning.
+  const bool rerender_reasoning =
+      base != nullptr && r.think != chat::ThinkMode::Inline &&
+      std::any_of(base->turns.begin(), base->turns.end(),
+                  [](const store::TurnRecord& t) { return !t.reasoning.empty(); });
   Result<chat::TurnPrompt> turn = Error{""};
-  if (base != nullptr && base->turns.back().model_fingerprint == m.fingerprint) {
+  if (base != nullptr && base->turns.back().model_fingerprint == m.fingerprint &&
+      !rerender_reasoning) {
     turn = chat::next_turn_prompt(*tmpl, tok, base->history(), base->tokens(), p.added, options);
   } else {
-    // A new conversation, or one continued with another model: its stored
-    // tokens mean nothing to this one, so the whole history is rendered.
+    // A new conversation, one continued with another model (its stored
+    // tokens mean nothing to this one) or one with reasoning: the whole
+    // history is rendered.
     nlohmann::json messages = base != nullptr ? base->history() : nlohmann::json::array();
     for (const auto& msg : p.added) messages.push_back(msg);
     turn = chat::first_turn_prompt(*tmpl, tok, messages, options);

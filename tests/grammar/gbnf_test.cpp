@@ -78,7 +78,10 @@ TEST(Gbnf, JsonGrammarAgreesWithAJsonParser) {
   ASSERT_TRUE(g);
   const std::vector<std::string> seeds = {
       R"({"name": "quip", "tags": ["a", "b\n"], "n": -12.5e3, "ok": true, "none": null})",
-      R"([1, [2, [3, {}]], {"x": {"y": []}}, "\u00e9\"\\"])", R"("plain")", "0", "[]",
+      R"([1, [2, [3, {}]], {"x": {"y": []}}, "\u00e9\"\\"])",
+      R"("plain")",
+      "0",
+      "[]",
       R"({"a":0.5,"b":[true,false],"c":"日本"})"};
   std::mt19937 rng(7);
   Automaton a(g);
@@ -91,9 +94,7 @@ TEST(Gbnf, JsonGrammarAgreesWithAJsonParser) {
       case 0: break;
       case 1: text = x.substr(0, rng() % (x.size() + 1)) + y.substr(rng() % (y.size() + 1)); break;
       case 2: text.erase(rng() % text.size(), 1); break;
-      case 3:
-        text.insert(rng() % (text.size() + 1), 1, "{}[],:\" \\0-e.tn"[rng() % 15]);
-        break;
+      case 3: text.insert(rng() % (text.size() + 1), 1, "{}[],:\" \\0-e.tn"[rng() % 15]); break;
     }
     const bool want = nlohmann::json::accept(text);
     Automaton::State s = a.run(a.start(), text);
@@ -144,9 +145,10 @@ TEST(Gbnf, CharacterClassesMatchExactlyTheirCodePoints) {
   };
   std::vector<uint32_t> points;
   for (uint32_t c = 0; c <= 0x10FFFF; c += 97) points.push_back(c);
-  for (uint32_t b : {0x0u, 0x60u, 0x61u, 0x63u, 0x64u, 0x7Fu, 0x80u, 0xDFu, 0xE0u, 0xFFu, 0x100u,
-                     0x7FFu, 0x800u, 0x801u, 0xD7FFu, 0xE000u, 0xFFFEu, 0xFFFFu, 0x10000u,
-                     0x1F5FFu, 0x1F600u, 0x1F64Fu, 0x1F650u, 0x10FFFFu}) {
+  for (uint32_t b :
+       {0x0u,    0x60u,   0x61u,    0x63u,    0x64u,    0x7Fu,    0x80u,    0xDFu,
+        0xE0u,   0xFFu,   0x100u,   0x7FFu,   0x800u,   0x801u,   0xD7FFu,  0xE000u,
+        0xFFFEu, 0xFFFFu, 0x10000u, 0x1F5FFu, 0x1F600u, 0x1F64Fu, 0x1F650u, 0x10FFFFu}) {
     points.push_back(b);
   }
   for (uint32_t c : points) {
@@ -170,8 +172,8 @@ TEST(Gbnf, CharacterClassesMatchExactlyTheirCodePoints) {
 TEST(Gbnf, RepetitionsMatchTheirCounts) {
   for (int m = 0; m <= 3; ++m) {
     for (int n = m; n <= 5; ++n) {
-      const auto bounded = compile("root ::= \"ab\"{" + std::to_string(m) + "," +
-                                   std::to_string(n) + "}");
+      const auto bounded =
+          compile("root ::= \"ab\"{" + std::to_string(m) + "," + std::to_string(n) + "}");
       const auto open = compile("root ::= (\"a\" \"b\"){" + std::to_string(m) + ",}");
       ASSERT_TRUE(bounded && open);
       for (int k = 0; k <= 7; ++k) {
@@ -247,7 +249,8 @@ TEST(Gbnf, BrokenGrammarsAreRefusedWithTheRuleAndPosition) {
       {"root ::= !<[12]>", "token references"},
       {"root ::= [^\\x00-\\U0010FFFF]", "matches nothing"},
       {"root ::= \"a\"\n  ::= \"b\"", "expected a rule name"},
-      {"root ::= \"a\" b\nb ::= \"b\" c ::= \"c\"", "expected the end of the line before the rule 'c'"},
+      {"root ::= \"a\" b\nb ::= \"b\" c ::= \"c\"",
+       "expected the end of the line before the rule 'c'"},
   };
   for (const Broken& b : cases) {
     auto g = compile_gbnf(b.grammar);

@@ -27,10 +27,11 @@ std::shared_ptr<const Grammar> compile(std::string_view text) {
 std::vector<std::string> test_vocab() {
   std::vector<std::string> v;
   for (int b = 0; b < 256; ++b) v.push_back(std::string(1, static_cast<char>(b)));
-  for (const char* t : {"yes", "no", " yes", "ye", "s", "nope", "{\"", "\":", "\",\"", "\"}",
-                        "\"", ":", ",", "{", "}", "[", "]", " ", "  ", "true", "false", "null",
-                        "12", "0.", "e-", "\\n", "\\u00", "é", "\xC3", "\xA9", "日本", "\xE6\x97",
-                        "\xA5", "abc", "abc\"", "a\"}", "name", "age", "yes", "\n"}) {
+  for (const char* t :
+       {"yes",   "no",       " yes", "ye",  "s",     "nope", "{\"",   "\":", "\",\"", "\"}",
+        "\"",    ":",        ",",    "{",   "}",     "[",    "]",     " ",   "  ",    "true",
+        "false", "null",     "12",   "0.",  "e-",    "\\n",  "\\u00", "é",   "\xC3",  "\xA9",
+        "日本",  "\xE6\x97", "\xA5", "abc", "abc\"", "a\"}", "name",  "age", "yes",   "\n"}) {
     v.push_back(t);
   }
   v.push_back("");  // a control token: never drawn for its text
@@ -54,8 +55,8 @@ void expect_allowed_as_oracle(GrammarConstraint& c, const Grammar& g,
     else
       want = !vocab[id].empty() && is_prefix(g, text + vocab[id]);
     want_any = want_any || want;
-    ASSERT_EQ(logits[id] != kNever, want) << "after '" << text << "', token " << id << " '"
-                                          << vocab[id] << "'";
+    ASSERT_EQ(logits[id] != kNever, want)
+        << "after '" << text << "', token " << id << " '" << vocab[id] << "'";
   }
   EXPECT_EQ(any, want_any);
 }
