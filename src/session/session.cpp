@@ -283,6 +283,7 @@ Outcome<Answer> generate(const LoadedModel& m, const Request& r, const Prompt& p
                                   .is_end = {},
                                   // A stop is heard between prompt batches too.
                                   .keep_going = keep_going,
+                                  .on_prompt_progress = callbacks.on_prompt_progress,
                                   .prompt_logits = {},
                                   .keep_prompt_logits = prefix_cache.has_value(),
                                   // A recurrent state is kept where the last message
