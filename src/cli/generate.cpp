@@ -21,6 +21,7 @@
 #include "cli/config.h"
 #include "cli/conversation.h"
 #include "cli/exit_status.h"
+#include "cli/progress.h"
 #include "cli/prompt_input.h"
 #include "cli/report.h"
 #include "cli/usage.h"
@@ -518,8 +519,18 @@ int generate_main(const std::vector<std::string>& args, std::ostream& out, std::
   const bool show_reasoning = request.think == chat::ThinkMode::Show && !f.json &&
                               &err == &std::cerr && isatty(STDERR_FILENO) != 0;
   bool reasoning_open = false;
+  // A long prompt's progress, on stderr where a person waits for it; erased
+  // before anything else is written there.
+  std::optional<PromptProgress> progress;
+  if (!f.json && &err == &std::cerr && isatty(STDERR_FILENO) != 0) {
+    progress.emplace(err, PromptProgress::from_environment());
+    callbacks.on_prompt_progress = [&](size_t done, size_t total, size_t cached) {
+      progress->update(done, total, cached);
+    };
+  }
   if (show_reasoning) {
     callbacks.on_reasoning = [&](std::string_view piece) {
+      if (progress) progress->clear();
       err << piece << std::flush;
       reasoning_open = true;
     };
@@ -528,6 +539,7 @@ int generate_main(const std::vector<std::string>& args, std::ostream& out, std::
   // that a script never reads a cut-short one; a terminal sees it come.
   const bool hold_answer = request.grammar && !(&out == &std::cout && isatty(STDOUT_FILENO) != 0);
   callbacks.on_token = [&](int32_t, std::string_view piece) {
+    if (progress) progress->clear();
     if (reasoning_open && !piece.empty()) {
       err << "\n" << std::flush;
       reasoning_open = false;
@@ -544,6 +556,7 @@ int generate_main(const std::vector<std::string>& args, std::ostream& out, std::
   // A stop signal is heard between prompt batches too.
   callbacks.keep_going = [] { return g_stop_signal == 0; };
   auto generated = session::generate(*loaded, request, prompt, callbacks);
+  if (progress) progress->clear();
   if (!generated) return fail(from(generated.failure()));
   const session::Answer& answer = *generated;
   // --choice: the choice on a line of its own, wherever it goes.
