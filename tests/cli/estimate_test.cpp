@@ -49,11 +49,15 @@ class Estimate : public ::testing::Test {
     return r.status == kExitOk ? nlohmann::json::parse(r.out) : nlohmann::json::object();
   }
 
-  // Every file under QUIP_HOME with its size and modification time.
+  // Every file under QUIP_HOME with its size and modification time, but
+  // SQLite's -wal and -shm files, which any reader of a WAL database
+  // opens (quip log does too).
   std::map<std::string, std::pair<uintmax_t, fs::file_time_type>> files() const {
     std::map<std::string, std::pair<uintmax_t, fs::file_time_type>> out;
     for (const auto& e : fs::recursive_directory_iterator(home_.path())) {
-      if (e.is_regular_file()) out[e.path().string()] = {e.file_size(), e.last_write_time()};
+      const std::string name = e.path().filename().string();
+      if (!e.is_regular_file() || name.ends_with("-wal") || name.ends_with("-shm")) continue;
+      out[e.path().string()] = {e.file_size(), e.last_write_time()};
     }
     return out;
   }
