@@ -7,6 +7,7 @@
 #include "chat/turn_prompt.h"
 #include "engine/forward.h"
 #include "grammar/token_constraint.h"
+#include "session/estimate.h"
 #include "tokenizer/tokenizer.h"
 
 namespace quip::session {
@@ -272,15 +273,7 @@ Outcome<Answer> generate(const LoadedModel& m, const Request& r, const Prompt& p
   // answered, without evaluating its last token again.
   std::vector<float> cached_logits;
   if (!r.no_cache && r.cache_dir) {
-    prefix_cache.emplace(*r.cache_dir / "kv",
-                         store::KvShape{.fingerprint = m.fingerprint,
-                                        .n_layer = fwd.cache().row_shape().n_layer,
-                                        .row_width = fwd.cache().row_shape().row_width,
-                                        .n_vocab = m.model.hparams().n_vocab,
-                                        .variant = std::string(m.model.kv_variant(n_ctx)),
-                                        .values_in_keys = fwd.cache().values_in_keys(),
-                                        .state_bytes = fwd.cache().state_bytes()},
-                         r.cache_max_bytes);
+    prefix_cache.emplace(*r.cache_dir / "kv", kv_shape(m, fwd.cache(), n_ctx), r.cache_max_bytes);
     std::vector<std::string> warnings;
     restored = prefix_cache->restore(prompt.tokens, fwd.cache(), warnings, &cached_logits);
     for (std::string& w : warnings) a.warnings.push_back(std::move(w));
@@ -295,6 +288,7 @@ Outcome<Answer> generate(const LoadedModel& m, const Request& r, const Prompt& p
                                   .is_end = {},
                                   // A stop is heard between prompt batches too.
                                   .keep_going = keep_going,
+                                  .on_prompt_progress = callbacks.on_prompt_progress,
                                   .prompt_logits = {},
                                   .keep_prompt_logits = prefix_cache.has_value(),
                                   // A recurrent state is kept where the last message
