@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "base/file_io.h"
 #include "base/paths.h"
 #include "base/text.h"
 #include "cli/config.h"
@@ -12,24 +13,6 @@
 #include "store/prefix_cache.h"
 
 namespace quip::cli {
-
-namespace {
-
-std::string human_bytes(uint64_t bytes) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double v = static_cast<double>(bytes);
-  size_t u = 0;
-  while (v >= 1024 && u + 1 < std::size(units)) {
-    v /= 1024;
-    ++u;
-  }
-  std::ostringstream s;
-  s.precision(u == 0 ? 0 : 1);
-  s << std::fixed << v << ' ' << units[u];
-  return s.str();
-}
-
-}  // namespace
 
 int cache_main(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   CLI::App app{
@@ -77,7 +60,7 @@ int cache_main(const std::vector<std::string>& args, std::ostream& out, std::ost
       return kExitFailure;
     }
     out << "removed " << r->files << (r->files == 1 ? " file" : " files") << " ("
-        << human_bytes(r->bytes) << ") from " << printable(dir.string(), 4096) << '\n';
+        << human_size(r->bytes) << ") from " << printable(dir.string(), 4096) << '\n';
     if (!r->left.empty()) {
       print_warning(err, "quip cache",
                     "left " + std::to_string(r->left.size()) +
@@ -100,7 +83,7 @@ int cache_main(const std::vector<std::string>& args, std::ostream& out, std::ost
       print_error(err, "quip cache", removed.error().message);
       return kExitFailure;
     }
-    out << "removed " << human_bytes(*removed) << '\n';
+    out << "removed " << human_size(*removed) << '\n';
     return kExitOk;
   }
   auto s = store::cache_stats(dir);
@@ -127,7 +110,7 @@ int cache_main(const std::vector<std::string>& args, std::ostream& out, std::ost
     out << "folder  " << printable(dir.string(), 4096) << '\n'
         << "models  " << s->models << '\n'
         << "files   " << s->files << '\n'
-        << "size    " << human_bytes(s->bytes) << " of " << human_bytes(limit) << '\n';
+        << "size    " << human_size(s->bytes) << " of " << human_size(limit) << '\n';
     if (!s->broken.empty()) {
       out << "broken  " << s->broken.size() << " ('quip cache prune' removes them)\n";
       for (const store::BrokenCacheFile& b : s->broken) {

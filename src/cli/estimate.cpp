@@ -4,21 +4,12 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "base/file_io.h"
 #include "cli/report.h"
 
 namespace quip::cli {
 
 namespace {
-
-std::string bytes_text(uint64_t n) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double v = static_cast<double>(n);
-  size_t u = 0;
-  while (v >= 1024 && u + 1 < std::size(units)) v /= 1024, ++u;
-  char buf[32];
-  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.1f %s", v, units[u]);
-  return buf;
-}
 
 std::string seconds_text(double s) {
   char buf[32];
@@ -78,10 +69,10 @@ void print_estimate(const session::Estimate& e, int64_t n_predict, bool json, st
   out << "prompt: " << tokens_text(e.prompt_tokens) << '\n';
   out << "cached: " << tokens_text(e.cached_tokens) << " (restored from the prefix cache)\n";
   out << "evaluated: " << tokens_text(e.evaluated_tokens) << '\n';
-  out << "memory: " << bytes_text(call_bytes) << " (KV cache " << bytes_text(e.kv_bytes) << " for "
-      << e.positions << " positions of " << e.n_ctx << ", scratch " << bytes_text(e.scratch_bytes)
+  out << "memory: " << human_size(call_bytes) << " (KV cache " << human_size(e.kv_bytes) << " for "
+      << e.positions << " positions of " << e.n_ctx << ", scratch " << human_size(e.scratch_bytes)
       << ")\n";
-  out << "weights: " << bytes_text(e.weights_bytes) << " (mapped from the model file)\n";
+  out << "weights: " << human_size(e.weights_bytes) << " (mapped from the model file)\n";
   if (!e.prompt_tokens_per_s && !e.generation_tokens_per_s) {
     out << "speed: none measured yet with this model\n";
   } else {
