@@ -1,7 +1,6 @@
 #include "cli/cache_cmd.h"
 
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "base/file_io.h"
 #include "base/paths.h"
