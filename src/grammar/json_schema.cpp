@@ -353,8 +353,16 @@ Result<std::string> Converter::object(const Json& s, const std::string& ptr,
   }
   std::vector<std::string> names, values;
   std::vector<bool> required;
+  std::vector<std::string> forbidden;  // properties whose schema is false
   if (s.contains("properties")) {
     for (const auto& [key, value] : s["properties"].items()) {
+      if (value.is_boolean() && !value.get<bool>()) {
+        if (required_names.count(key)) {
+          return at("required property '" + key + "' has the schema 'false'", ptr);
+        }
+        forbidden.push_back(key);
+        continue;
+      }
       Result<std::string> r =
           sub(value, ptr + "/properties/" + pointer_token(key), name + "-" + key, false);
       if (!r) return r;
@@ -368,6 +376,7 @@ Result<std::string> Converter::object(const Json& s, const std::string& ptr,
     for (const Json& r : s["required"]) {
       const std::string key = r.get<std::string>();
       if (std::find(names.begin(), names.end(), key) != names.end()) continue;
+      if (std::find(forbidden.begin(), forbidden.end(), key) != forbidden.end()) continue;
       if (!extras) {
         return at("required property '" + key + "' is forbidden by 'additionalProperties': false",
                   ptr);
@@ -382,7 +391,12 @@ Result<std::string> Converter::object(const Json& s, const std::string& ptr,
   const std::string ws = use("ws");
   std::string extra_kv;
   if (extras) {
-    Result<std::string> key = n == 0 ? Result<std::string>(use("string")) : extra_key(names, name);
+    // Additional names must differ from the described ones and from those
+    // whose schema is false.
+    std::vector<std::string> taken = names;
+    taken.insert(taken.end(), forbidden.begin(), forbidden.end());
+    Result<std::string> key =
+        taken.empty() ? Result<std::string>(use("string")) : extra_key(taken, name);
     if (!key) return key;
     extra_kv = *key + R"( ":" )" + ws + " " + extra_value;
   }
