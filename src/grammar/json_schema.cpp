@@ -5,6 +5,7 @@
 #include <set>
 #include <vector>
 
+#include "base/text.h"
 #include "grammar/gbnf_text.h"
 #include "grammar/json_builtins.h"
 #include "grammar/json_schema_parts.h"
@@ -38,6 +39,13 @@ const std::set<std::string, std::less<>> kArrayKeywords = {"items", "prefixItems
                                                            "maxItems", "uniqueItems"};
 
 const char* const kTypes[] = {"null", "boolean", "object", "array", "string", "number", "integer"};
+
+bool has_any(const Json& s, const std::set<std::string, std::less<>>& keywords) {
+  for (const auto& [key, value] : s.items()) {
+    if (keywords.count(key)) return true;
+  }
+  return false;
+}
 
 class Converter {
  public:
@@ -111,7 +119,7 @@ class Converter {
     Result<std::string> pointer = ref_pointer(target);
     if (!pointer) return at(pointer.error().message, ptr);
     Result<const Json*> schema = resolve_pointer(root_, *pointer);
-    if (!schema) return at("'$ref' '" + target + "' " + schema.error().message, ptr);
+    if (!schema) return at("'$ref' '" + printable(target) + "' " + schema.error().message, ptr);
     size_t index;
     if (auto it = refs_.find(*pointer); it != refs_.end()) {
       index = it->second;
@@ -140,7 +148,7 @@ class Converter {
       if (!s.contains(k)) continue;
       for (const auto& [key, value] : s.items()) {
         if (key != k && !kAnnotations.count(key)) {
-          return at("unsupported keyword '" + key + "' beside '" + k + "'", ptr);
+          return at("unsupported keyword '" + printable(key) + "' beside '" + k + "'", ptr);
         }
       }
       if (std::string_view(k) == "$ref") return ref(s[k].get<std::string>(), ptr, true);
@@ -178,9 +186,9 @@ class Converter {
       if (type == "null" || type == "boolean") {
         b = use(t);
       } else if (type == "object") {
-        b = object(s, ptr, name);
+        b = has_any(s, kObjectKeywords) ? object(s, ptr, name) : use("object");
       } else if (type == "array") {
-        b = array(s, ptr, name);
+        b = has_any(s, kArrayKeywords) ? array(s, ptr, name) : use("array");
       } else if (type == "string") {
         b = string(s, ptr);
       } else if (type == "number") {
@@ -203,7 +211,7 @@ class Converter {
     for (const auto& [key, value] : s.items()) {
       if (key != "enum" && key != "const" && key != "type" && !kAnnotations.count(key)) {
         const char* beside = s.contains("enum") ? "enum" : "const";
-        return at("unsupported keyword '" + key + "' beside '" + beside + "'", ptr);
+        return at("unsupported keyword '" + printable(key) + "' beside '" + beside + "'", ptr);
       }
     }
     std::vector<Json> values;
@@ -247,13 +255,14 @@ class Converter {
     if (format) {
       const std::string f = s["format"].get<std::string>();
       const std::string_view rule = format_rule(f);
-      if (rule.empty()) return at("unsupported format '" + f + "'", ptr);
+      if (rule.empty()) return at("unsupported format '" + printable(f) + "'", ptr);
       return quote + " " + use(std::string(rule)) + " " + quote;
     }
     if (pattern) {
       const std::string p = s["pattern"].get<std::string>();
       Result<std::string> body = regex_to_gbnf(p, "char", cost_);
-      if (!body) return at("unsupported pattern '" + p + "': " + body.error().message, ptr);
+      if (!body)
+        return at("unsupported pattern '" + printable(p) + "': " + body.error().message, ptr);
       use("char");
       return quote + (body->empty() ? "" : " " + *body) + " " + quote;
     }
@@ -270,7 +279,8 @@ class Converter {
   Result<std::string> number(const Json& s, const std::string& ptr) {
     for (const auto& [key, value] : s.items()) {
       if (kNumberKeywords.count(key)) {
-        return at("unsupported keyword '" + key + "' for numbers (bounds work for integers only)",
+        return at("unsupported keyword '" + printable(key) +
+                      "' for numbers (bounds work for integers only)",
                   ptr);
       }
     }
@@ -358,7 +368,7 @@ Result<std::string> Converter::object(const Json& s, const std::string& ptr,
     for (const auto& [key, value] : s["properties"].items()) {
       if (value.is_boolean() && !value.get<bool>()) {
         if (required_names.count(key)) {
-          return at("required property '" + key + "' has the schema 'false'", ptr);
+          return at("required property '" + printable(key) + "' has the schema 'false'", ptr);
         }
         forbidden.push_back(key);
         continue;
@@ -378,7 +388,8 @@ Result<std::string> Converter::object(const Json& s, const std::string& ptr,
       if (std::find(names.begin(), names.end(), key) != names.end()) continue;
       if (std::find(forbidden.begin(), forbidden.end(), key) != forbidden.end()) continue;
       if (!extras) {
-        return at("required property '" + key + "' is forbidden by 'additionalProperties': false",
+        return at("required property '" + printable(key) +
+                      "' is forbidden by 'additionalProperties': false",
                   ptr);
       }
       names.push_back(key);

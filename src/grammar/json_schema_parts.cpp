@@ -3,6 +3,7 @@
 #include <cmath>
 #include <map>
 
+#include "base/text.h"
 #include "grammar/gbnf_text.h"
 
 namespace quip::grammar {
@@ -166,9 +167,11 @@ Result<void> check_keywords(const Json& s, const std::string& ptr, bool at_root)
   const auto& kinds = keyword_kinds();
   for (const auto& [key, value] : s.items()) {
     const auto it = kinds.find(key);
-    if (it == kinds.end()) return Error{"unsupported keyword '" + key + "' at " + where(ptr)};
+    if (it == kinds.end())
+      return Error{"unsupported keyword '" + printable(key) + "' at " + where(ptr)};
     if (!has_kind(value, it->second)) {
-      return Error{"keyword '" + key + "' at " + where(ptr) + " must be " + kind_text(it->second)};
+      return Error{"keyword '" + printable(key) + "' at " + where(ptr) + " must be " +
+                   kind_text(it->second)};
     }
     if (key == "$id" && !at_root) {
       return Error{"keyword '$id' at " + where(ptr) +
@@ -186,8 +189,9 @@ Result<std::set<std::string>> allowed_types(const Json& s, const std::string& pt
   const Json& t = s["type"];
   for (const Json& name : t.is_array() ? t : Json::array({t})) {
     const std::string n = name.get<std::string>();
-    if (!kAll.count(n)) return Error{"unknown type '" + n + "' at " + where(ptr)};
-    if (!out.insert(n).second) return Error{"type '" + n + "' listed twice at " + where(ptr)};
+    if (!kAll.count(n)) return Error{"unknown type '" + printable(n) + "' at " + where(ptr)};
+    if (!out.insert(n).second)
+      return Error{"type '" + printable(n) + "' listed twice at " + where(ptr)};
   }
   return out;
 }
@@ -251,7 +255,8 @@ int64_t integer_bound(const Json& v, bool lower, bool exclusive) {
 
 Result<std::string> ref_pointer(const std::string& ref) {
   if (ref.empty() || ref[0] != '#') {
-    return Error{"external '$ref' '" + ref + "' is not supported (only '#...' within the schema)"};
+    return Error{"external '$ref' '" + printable(ref) +
+                 "' is not supported (only '#...' within the schema)"};
   }
   std::string out;
   for (size_t i = 1; i < ref.size(); ++i) {
@@ -261,12 +266,12 @@ Result<std::string> ref_pointer(const std::string& ref) {
     }
     const int hi = i + 2 < ref.size() ? hex_value(ref[i + 1]) : -1;
     const int lo = hi >= 0 ? hex_value(ref[i + 2]) : -1;
-    if (lo < 0) return Error{"'$ref' '" + ref + "' has a malformed %-escape"};
+    if (lo < 0) return Error{"'$ref' '" + printable(ref) + "' has a malformed %-escape"};
     out += static_cast<char>(hi * 16 + lo);
     i += 2;
   }
   if (!out.empty() && out[0] != '/') {
-    return Error{"'$ref' '" + ref + "' names an anchor; anchors are not supported"};
+    return Error{"'$ref' '" + printable(ref) + "' names an anchor; anchors are not supported"};
   }
   return out;
 }

@@ -1,5 +1,7 @@
 #include "grammar/regex_gbnf.h"
 
+#include <algorithm>
+#include <optional>
 #include <vector>
 
 #include "grammar/gbnf_text.h"
@@ -66,13 +68,82 @@ std::string json_plain(uint32_t c) {
   return out;
 }
 
-// One element of a sequence: a literal run (merged with its neighbours)
-// or any other expression.
-struct Item {
-  std::string expr;
-  std::string literal;  // the JSON text, when is_literal
+// A regular expression compiled so far. compile_gbnf refuses a repetition
+// of something that can match the empty string ((a?)* loops a top-down
+// matcher), so each piece also carries the GBNF of its non-empty strings:
+// x* is written (x without the empty string)*, the same language.
+struct Re {
+  std::string full;                     // every string; "" with !nonempty: only ""
+  std::optional<std::string> nonempty;  // its non-empty strings, if any
+  bool nullable = false;                // whether "" is one of them
+  std::string literal;                  // the JSON text, for a literal character
   bool is_literal = false;
 };
+
+Re re_empty() {
+  return Re{"", std::nullopt, true, "", false};
+}
+Re re_symbol(const std::string& expr) {
+  return Re{expr, expr, false, "", false};
+}
+
+std::string alternatives(const std::vector<std::string>& alts) {
+  if (alts.size() == 1) return alts[0];
+  std::string out;
+  for (size_t k = 0; k < alts.size(); ++k) out += (k ? " | " : "") + alts[k];
+  return "(" + out + ")";
+}
+
+std::string join(const std::string& a, const std::string& b) {
+  if (a.empty()) return b;
+  return b.empty() ? a : a + " " + b;
+}
+
+// a b c... (literal runs merged into one GBNF literal each).
+Re re_sequence(const std::vector<Re>& in) {
+  std::vector<Re> items;
+  for (size_t k = 0; k < in.size(); ++k) {
+    if (in[k].is_literal) {
+      std::string text = in[k].literal;
+      while (k + 1 < in.size() && in[k + 1].is_literal) text += in[++k].literal;
+      items.push_back(re_symbol(gbnf_literal(text)));
+    } else if (in[k].nonempty) {
+      items.push_back(in[k]);
+    }
+  }
+  if (items.empty()) return re_empty();
+  Re out;
+  out.nullable = true;
+  for (const Re& r : items) {
+    out.full = join(out.full, r.full);
+    out.nullable = out.nullable && r.nullable;
+  }
+  if (!out.nullable) {
+    out.nonempty = out.full;
+    return out;
+  }
+  // All may be empty: non-empty when item j is the first that is not.
+  std::vector<std::string> alts;
+  for (size_t j = 0; j < items.size(); ++j) {
+    std::string rest;
+    for (size_t k = j + 1; k < items.size(); ++k) rest = join(rest, items[k].full);
+    alts.push_back(join(*items[j].nonempty, rest));
+  }
+  out.nonempty = alternatives(alts);
+  return out;
+}
+
+Re re_alternation(const std::vector<Re>& alts) {
+  std::vector<std::string> nonempty;
+  bool nullable = false;
+  for (const Re& r : alts) {
+    nullable = nullable || r.nullable;
+    if (r.nonempty) nonempty.push_back(*r.nonempty);
+  }
+  if (nonempty.empty()) return re_empty();
+  const std::string ne = alternatives(nonempty);
+  return Re{nullable ? gbnf_group(ne) + "?" : ne, ne, nullable, "", false};
+}
 
 class Parser {
  public:
@@ -80,33 +151,27 @@ class Parser {
       : p_(std::move(pattern)), any_char_(any_char), cost_(cost) {}
 
   Result<std::string> top() {
-    std::vector<std::string> alts;
-    bool has_empty = false;
+    std::vector<Re> alts;
+    // Without an anchor the match may start or end anywhere.
+    const std::string any(any_char_);
+    const Re anything{any + "*", any + "+", true, "", false};
     while (true) {
       const bool start = accept('^');
-      Result<std::string> body = sequence();
-      if (!body) return body;
+      Result<Re> body = sequence();
+      if (!body) return body.error();
       const bool end = accept('$');
       if (!at_end() && peek() != '|') {
         if (peek() == ')') return fail("unbalanced ')'");
         return fail("'$' is only supported at the end of the pattern");
       }
-      // Without an anchor the match may start or end anywhere.
-      const std::string any = std::string(any_char_) + "*";
-      std::string alt;
-      if (body->empty()) {
-        if (!start || !end) alt = any;
-      } else {
-        alt = (start ? "" : any + " ") + *body + (end ? "" : " " + any);
-      }
-      if (alt.empty()) {
-        has_empty = true;
-      } else {
-        alts.push_back(std::move(alt));
-      }
+      std::vector<Re> parts;
+      if (!start) parts.push_back(anything);
+      if (body->nonempty) parts.push_back(*body);
+      if (!end && (start || body->nonempty)) parts.push_back(anything);
+      alts.push_back(re_sequence(parts));
       if (!accept('|')) break;
     }
-    return join_alternatives(alts, has_empty);
+    return re_alternation(alts).full;
   }
 
  private:
@@ -124,33 +189,20 @@ class Parser {
     return Error{std::string(what) + " at offset " + std::to_string(at)};
   }
 
-  static std::string join_alternatives(const std::vector<std::string>& alts, bool has_empty) {
-    if (alts.empty()) return "";
-    std::string out;
-    for (size_t k = 0; k < alts.size(); ++k) out += (k ? " | " : "") + alts[k];
-    if (alts.size() > 1) out = "(" + out + ")";
-    return has_empty ? gbnf_group(out) + "?" : out;
-  }
-
   // alternative ('|' alternative)* inside a group, up to its ')'.
-  Result<std::string> alternation() {
-    std::vector<std::string> alts;
-    bool has_empty = false;
+  Result<Re> alternation() {
+    std::vector<Re> alts;
     while (true) {
-      Result<std::string> body = sequence();
+      Result<Re> body = sequence();
       if (!body) return body;
-      if (body->empty()) {
-        has_empty = true;
-      } else {
-        alts.push_back(std::move(*body));
-      }
+      alts.push_back(std::move(*body));
       if (!accept('|')) break;
     }
-    return join_alternatives(alts, has_empty);
+    return re_alternation(alts);
   }
 
-  Result<std::string> sequence() {
-    std::vector<Item> items;
+  Result<Re> sequence() {
+    std::vector<Re> items;
     while (!at_end() && peek() != '|' && peek() != ')') {
       if (peek() == '^') return fail("'^' is only supported at the start of the pattern");
       if (peek() == '$') {
@@ -158,7 +210,7 @@ class Parser {
         break;
       }
       const size_t atom_at = i_;
-      Result<Item> atom = this->atom();
+      Result<Re> atom = this->atom();
       if (!atom) return atom.error();
       Result<bool> quantified = quantifier(*atom);
       if (!quantified) return quantified.error();
@@ -167,23 +219,12 @@ class Parser {
         if (!again) return again.error();
         if (*again) return fail_at("a repetition of a repetition", atom_at);
       }
-      if (!atom->expr.empty() || atom->is_literal) items.push_back(std::move(*atom));
+      items.push_back(std::move(*atom));
     }
-    // Merge literal runs into one GBNF literal each.
-    std::string out;
-    for (size_t k = 0; k < items.size(); ++k) {
-      std::string piece = items[k].expr;
-      if (items[k].is_literal) {
-        std::string text = items[k].literal;
-        while (k + 1 < items.size() && items[k + 1].is_literal) text += items[++k].literal;
-        piece = gbnf_literal(text);
-      }
-      out += (out.empty() ? "" : " ") + piece;
-    }
-    return out;
+    return re_sequence(items);
   }
 
-  Result<Item> atom() {
+  Result<Re> atom() {
     const size_t at = i_;
     const uint32_t c = p_[i_++];
     switch (c) {
@@ -191,16 +232,16 @@ class Parser {
       case '[': {
         Result<CharSet> set = char_class(at);
         if (!set) return set.error();
-        return Item{json_chars(*set), "", false};
+        return re_symbol(json_chars(*set));
       }
-      case '.': return Item{json_chars(dot_set()), "", false};
+      case '.': return re_symbol(json_chars(dot_set()));
       case '\\': {
         Result<CharSet> set = escape(false);
         if (!set) return set.error();
         if (set->ranges().size() == 1 && set->ranges()[0].lo == set->ranges()[0].hi) {
           return literal(set->ranges()[0].lo);
         }
-        return Item{json_chars(*set), "", false};
+        return re_symbol(json_chars(*set));
       }
       case '*':
       case '+':
@@ -208,7 +249,7 @@ class Parser {
       case '{': {
         // A '{' that starts no valid repetition is a literal (ECMA-262 Annex B).
         --i_;
-        Item none;
+        Re none = re_empty();
         Result<bool> q = quantifier(none);
         if (!q) return q.error();
         if (*q) return fail_at("a repetition of nothing", at);
@@ -219,9 +260,15 @@ class Parser {
     }
   }
 
-  static Item literal(uint32_t c) { return Item{"", json_plain(c), true}; }
+  static Re literal(uint32_t c) {
+    const std::string text = json_plain(c);
+    Re r = re_symbol(gbnf_literal(text));
+    r.literal = text;
+    r.is_literal = true;
+    return r;
+  }
 
-  Result<Item> group(size_t at) {
+  Result<Re> group(size_t at) {
     if (accept('?')) {
       if (accept(':')) {
       } else if (accept('<')) {
@@ -240,15 +287,15 @@ class Parser {
     if (++depth_ > kMaxGroupDepth) {
       return fail_at("groups nested deeper than " + std::to_string(kMaxGroupDepth), at);
     }
-    Result<std::string> inner = alternation();
+    Result<Re> inner = alternation();
     --depth_;
-    if (!inner) return inner.error();
+    if (!inner) return inner;
     if (!accept(')')) return fail_at("unterminated group '('", at);
-    return Item{*inner, "", false};
+    return inner;
   }
 
   // Applies a repetition, if one follows, to `item`. Returns whether one did.
-  Result<bool> quantifier(Item& item) {
+  Result<bool> quantifier(Re& item) {
     if (at_end()) return false;
     const size_t at = i_;
     uint64_t min = 0;
@@ -286,12 +333,20 @@ class Parser {
     } else {
       return false;
     }
-    accept('?');                                             // lazy: the same strings match
-    if (item.expr.empty() && !item.is_literal) return true;  // empty stays empty
-    const std::string expr = item.is_literal ? gbnf_literal(item.literal) : item.expr;
-    Result<std::string> r = gbnf_repeat(expr, min, max, cost_);
-    if (!r) return fail_at(r.error().message, at);
-    item = Item{*r, "", false};
+    accept('?');                      // lazy: the same strings match
+    if (!item.nonempty) return true;  // only "" stays only ""
+    // A nullable x: x{m,n} matches what (x without "")'s {0,n} does.
+    const std::string& base = item.nullable ? *item.nonempty : item.full;
+    const uint64_t lo = item.nullable ? 0 : min;
+    Result<std::string> full = gbnf_repeat(base, lo, max, cost_);
+    if (!full) return fail_at(full.error().message, at);
+    if (full->empty()) {
+      item = re_empty();
+      return true;
+    }
+    Result<std::string> nonempty = gbnf_repeat(base, std::max<uint64_t>(lo, 1), max, cost_);
+    if (!nonempty) return fail_at(nonempty.error().message, at);
+    item = Re{gbnf_group(*full), gbnf_group(*nonempty), lo == 0, "", false};
     return true;
   }
 

@@ -125,6 +125,11 @@ TEST(JsonSchemaRegex, PatternsMatchTheStringsTheyFind) {
       {"^[\\]\\-]$", {"]", "-"}, {"\\", "a"}},
       {"^(|x)y$", {"y", "xy"}, {"xxy"}},
       {"", {"", "anything"}, {}},
+      // Repetitions of what can be empty (compile_gbnf refuses (a?)* as it is).
+      {"^(a?|cd)+$", {"", "a", "cdcd", "acda"}, {"b", "c"}},
+      {"^(a*)*b$", {"b", "aab"}, {"ab?", "ba"}},
+      {"^(?:)+x(y?z?){2,}$", {"x", "xyz", "xzzy"}, {"xa"}},
+      {"^(a?b?)*c|()*", {"", "anything"}, {}},
   };
   for (const PatternCase& c : cases) {
     SCOPED_TRACE(c.pattern);
