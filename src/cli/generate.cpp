@@ -20,12 +20,15 @@
 #include "base/text.h"
 #include "cli/config.h"
 #include "cli/conversation.h"
+#include "cli/estimate.h"
 #include "cli/exit_status.h"
+#include "cli/progress.h"
 #include "cli/prompt_input.h"
 #include "cli/report.h"
 #include "cli/usage.h"
 #include "grammar/grammar.h"
 #include "kernels/thread_pool.h"
+#include "session/estimate.h"
 #include "session/session.h"
 
 namespace quip::cli {
@@ -119,7 +122,7 @@ struct Flags {
   std::optional<std::string> model, config, cid, file, template_file, tokens;
   std::vector<std::string> words;
   bool raw = false, resume = false, print_prompt = false, ignore_eos = false, json = false,
-       stats = false, no_cache = false;
+       stats = false, no_cache = false, estimate = false;
   std::optional<std::string> cache_max_size;
   Settings settings;
   // The numeric settings as typed, by flag ("--temp"): read by
@@ -145,6 +148,9 @@ void add_options(CLI::App& app, Flags& f) {
   app.add_option("--tokens", f.tokens, "with --raw: the prompt as token ids \"ID ID ...\"");
   app.add_flag("--print-prompt", f.print_prompt,
                "print the prompt the call would send (with --json: and its token ids); no answer");
+  app.add_flag("--estimate", f.estimate,
+               "print, without running the model, the prompt's tokens, how many the prefix cache "
+               "holds, the memory the call needs and a time from earlier speeds; no answer");
   const auto number = [&](const std::string& names, const std::string& flag, const char* help) {
     // Parsed as text (set_from_flag, with the ranges and messages of
     // config.toml), shown as the kind of number it is; not "INT", which
@@ -506,6 +512,12 @@ int generate_main(const std::vector<std::string>& args, std::ostream& out, std::
   request.logprobs = f.json ? f.logprobs : 0;
   request.no_cache = f.no_cache;
   request.cache_dir = cache_dir();
+  if (f.estimate) {
+    auto estimated = session::estimate(*loaded, request, prompt);
+    if (!estimated) return fail(from(estimated.failure()));
+    print_estimate(*estimated, request.n_predict, f.json, out, err);
+    return kExitOk;
+  }
 
   catch_stop_signals();
   // stdout failing: EPIPE means the reader went away (end quietly); anything
@@ -518,8 +530,18 @@ int generate_main(const std::vector<std::string>& args, std::ostream& out, std::
   const bool show_reasoning = request.think == chat::ThinkMode::Show && !f.json &&
                               &err == &std::cerr && isatty(STDERR_FILENO) != 0;
   bool reasoning_open = false;
+  // A long prompt's progress, on stderr where a person waits for it; erased
+  // before anything else is written there.
+  std::optional<PromptProgress> progress;
+  if (!f.json && &err == &std::cerr && isatty(STDERR_FILENO) != 0) {
+    progress.emplace(err, PromptProgress::from_environment());
+    callbacks.on_prompt_progress = [&](size_t done, size_t total, size_t cached) {
+      progress->update(done, total, cached);
+    };
+  }
   if (show_reasoning) {
     callbacks.on_reasoning = [&](std::string_view piece) {
+      if (progress) progress->clear();
       err << piece << std::flush;
       reasoning_open = true;
     };
@@ -528,6 +550,7 @@ int generate_main(const std::vector<std::string>& args, std::ostream& out, std::
   // that a script never reads a cut-short one; a terminal sees it come.
   const bool hold_answer = request.grammar && !(&out == &std::cout && isatty(STDOUT_FILENO) != 0);
   callbacks.on_token = [&](int32_t, std::string_view piece) {
+    if (progress) progress->clear();
     if (reasoning_open && !piece.empty()) {
       err << "\n" << std::flush;
       reasoning_open = false;
@@ -544,6 +567,7 @@ int generate_main(const std::vector<std::string>& args, std::ostream& out, std::
   // A stop signal is heard between prompt batches too.
   callbacks.keep_going = [] { return g_stop_signal == 0; };
   auto generated = session::generate(*loaded, request, prompt, callbacks);
+  if (progress) progress->clear();
   if (!generated) return fail(from(generated.failure()));
   const session::Answer& answer = *generated;
   // --choice: the choice on a line of its own, wherever it goes.

@@ -1010,4 +1010,25 @@ void Forward::multiply(std::span<const Product> products, size_t n_in, size_t n,
   });
 }
 
+uint64_t Forward::scratch_bytes(size_t n_tokens) const {
+  const uint64_t n = std::max<size_t>(n_tokens, 1);
+  const uint64_t q_dim = uint64_t{hp_.n_head} * max_head_dim_;
+  const uint64_t kv_dim =
+      std::max<uint64_t>(cache_.row_width(), uint64_t{hp_.n_head_kv} * max_head_dim_);
+  const uint64_t a_dim =
+      uint64_t{hp_.n_head} *
+      std::max<uint64_t>({hp_.value_dim, max_head_dim_, hp_.latent ? hp_.latent->mla_value : 0});
+  const uint64_t n_ff = std::max({hp_.n_ff, hp_.n_ff_exp, hp_.n_ff_shexp});
+  // x_, h_, branch_; q_, attn_, query_gate_; k_, v_; gate_, up_, fused_.
+  uint64_t floats = n * (3 * uint64_t{hp_.n_embd} + 2 * q_dim + a_dim + 2 * kv_dim + 4 * n_ff);
+  if (hp_.n_expert != 0) {
+    // router_, expert_out_, and one expert's inputs, gate and up at most n rows.
+    floats += n * (hp_.n_expert + uint64_t{hp_.n_expert_used} * hp_.n_embd + hp_.n_embd +
+                   2 * uint64_t{hp_.n_ff_exp});
+  }
+  floats += hp_.n_vocab;  // logits_: the last token's
+  const uint64_t operand = n * std::max<uint64_t>(hp_.n_embd, n_ff) * sizeof(float);
+  return floats * sizeof(float) + operand;
+}
+
 }  // namespace quip::engine

@@ -69,6 +69,11 @@ class Forward {
   // PRECONDITIONS: tokens is not empty; each id < n_vocab.
   std::span<const float> eval(std::span<const int32_t> tokens, bool all_logits = false);
 
+  // About the bytes of scratch a batch of n_tokens needs (the buffers
+  // below, sized as eval_batch sizes them; operands counted at 4 bytes a
+  // value, an upper bound), for estimates made without evaluating.
+  uint64_t scratch_bytes(size_t n_tokens) const;
+
   size_t position() const { return cache_.size(); }
   size_t max_batch() const { return max_batch_; }  // tokens one eval_batch takes at most
   KvCache& cache() { return cache_; }

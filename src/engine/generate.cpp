@@ -57,6 +57,10 @@ Generation generate(Forward& fwd, std::span<const int32_t> prompt, const Generat
                              ? options.keep_state_at - first
                              : 0;
   const std::span<const int32_t> rest = prompt.subspan(first);
+  const auto progress = [&](size_t begin) {
+    if (options.on_prompt_progress) options.on_prompt_progress(first + begin, prompt.size(), first);
+  };
+  if (!rest.empty()) progress(0);
   for (size_t begin = 0; begin < rest.size();) {
     if (options.keep_going && !options.keep_going()) {
       g.stop = StopReason::Caller;
@@ -69,6 +73,7 @@ Generation generate(Forward& fwd, std::span<const int32_t> prompt, const Generat
     g.evaluated_tokens += n;
     begin += n;
     if (begin == keep_at) fwd.cache().save_state(g.kept_state);
+    progress(begin);
   }
   g.prompt_ms = ms_since(start);
   if (options.keep_prompt_logits) {

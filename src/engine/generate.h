@@ -39,6 +39,11 @@ struct GenerateOptions {
   // Asked between batches of the prompt (Forward's max_batch tokens each):
   // false stops before the answer, keeping what was evaluated in the cache.
   std::function<bool()> keep_going;
+  // Told how far the prompt is: once before its first batch and after each
+  // batch, with the prompt positions the cache holds (cached ones
+  // included), the prompt's length and the positions it held at the start.
+  // Null: none.
+  std::function<void(size_t done, size_t total, size_t cached)> on_prompt_progress;
   // The logits after the whole prompt (n_vocab floats), when the cache holds
   // all of the prompt and these were kept with it (the prefix cache): used as
   // they are instead of evaluating the last prompt token again, which alone

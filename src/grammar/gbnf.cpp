@@ -246,12 +246,13 @@ class Parser {
 
   // ---- rules ----
 
-  uint32_t rule_index(const std::string& name) {
+  // The rule called `name`, named at `offset` (for errors) if new.
+  uint32_t rule_index(const std::string& name, size_t offset) {
     const auto [it, added] = index_.try_emplace(name, static_cast<uint32_t>(rules_.size()));
     if (added) {
       rules_.push_back({name, {}});
       defined_.push_back(false);
-      first_use_.push_back(pos_);
+      first_use_.push_back(offset);
       first_user_.push_back(rule_name_);
     }
     return it->second;
@@ -260,7 +261,7 @@ class Parser {
   uint32_t new_rule(std::vector<Alternative> alternatives) {
     // '#' cannot be in a name the user writes, so the two never collide.
     const std::string name = rule_name_ + "#" + std::to_string(++generated_);
-    const uint32_t index = rule_index(name);
+    const uint32_t index = rule_index(name, pos_);
     generated_names_.insert(index);
     rules_[index].alternatives = std::move(alternatives);
     defined_[index] = true;
@@ -309,7 +310,7 @@ class Parser {
       skip_space(false);
       if (text_.substr(pos_, 3) != "::=") fail("expected '::=' after the rule name '" + name + "'");
       pos_ += 3;
-      const uint32_t index = rule_index(name);
+      const uint32_t index = rule_index(name, begin);
       if (defined_[index]) fail_at(begin, "rule '" + name + "' is defined twice");
       defined_[index] = true;
       rule_name_ = name;
@@ -395,7 +396,7 @@ class Parser {
           fail_at(at, "expected the end of the line before the rule '" + name + "'");
         pos_ = at + name.size();
         last_begin = seq.size();
-        seq.push_back(ref(rule_index(name)));
+        seq.push_back(ref(rule_index(name, at)));
         have_item = true;
       } else if (c == '*' || c == '+' || c == '?' || c == '{') {
         if (!have_item) fail(std::string("'") + c + "' follows nothing it could repeat");

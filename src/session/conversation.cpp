@@ -99,7 +99,11 @@ nlohmann::json Base::history() const {
     if (added.is_array()) {
       for (const auto& m : added) messages.push_back(m);
     }
-    messages.push_back({{"role", "assistant"}, {"content", t.answer}});
+    nlohmann::json answer = {{"role", "assistant"}, {"content", t.answer}};
+    // Where templates look for it (Qwen3's, DeepSeek-R1's): each decides
+    // whether an earlier turn's reasoning is shown again.
+    if (!t.reasoning.empty()) answer["reasoning_content"] = t.reasoning;
+    messages.push_back(std::move(answer));
   }
   return messages;
 }

@@ -28,7 +28,8 @@ struct Base {
   std::vector<store::TurnRecord> turns;  // the turns it continues, in order
   bool raw = false;                      // a --raw conversation
 
-  // Every message so far, each turn's added messages followed by its answer.
+  // Every message so far, each turn's added messages followed by its answer
+  // (with its reasoning as "reasoning_content" where it has one).
   nlohmann::json history() const;
   // The exact tokens so far: the last turn's prompt and answer.
   std::vector<int32_t> tokens() const;

@@ -1,10 +1,13 @@
 #include "session/session.h"
 
+#include <algorithm>
+
 #include "base/text.h"
 #include "chat/chat_template.h"
 #include "chat/turn_prompt.h"
 #include "engine/forward.h"
 #include "grammar/token_constraint.h"
+#include "session/estimate.h"
 #include "tokenizer/tokenizer.h"
 
 namespace quip::session {
@@ -104,12 +107,22 @@ Outcome<Prompt> build_chat_prompt(const LoadedModel& m, const Request& r) {
   options.extra["enable_thinking"] = r.think != chat::ThinkMode::Off;
   p.added = r.messages;
 
+  // Turns that hold reasoning are rendered again, as the template expects
+  // to see them (Qwen3's drops an earlier turn's thinking), rather than
+  // continued from their stored tokens, which hold it: the prefix cache
+  // then restores up to the first answer with reasoning.
+  const bool rerender_reasoning =
+      base != nullptr && r.think != chat::ThinkMode::Inline &&
+      std::any_of(base->turns.begin(), base->turns.end(),
+                  [](const store::TurnRecord& t) { return !t.reasoning.empty(); });
   Result<chat::TurnPrompt> turn = Error{""};
-  if (base != nullptr && base->turns.back().model_fingerprint == m.fingerprint) {
+  if (base != nullptr && base->turns.back().model_fingerprint == m.fingerprint &&
+      !rerender_reasoning) {
     turn = chat::next_turn_prompt(*tmpl, tok, base->history(), base->tokens(), p.added, options);
   } else {
-    // A new conversation, or one continued with another model: its stored
-    // tokens mean nothing to this one, so the whole history is rendered.
+    // A new conversation, one continued with another model (its stored
+    // tokens mean nothing to this one) or one with reasoning: the whole
+    // history is rendered.
     nlohmann::json messages = base != nullptr ? base->history() : nlohmann::json::array();
     for (const auto& msg : p.added) messages.push_back(msg);
     turn = chat::first_turn_prompt(*tmpl, tok, messages, options);
@@ -260,15 +273,7 @@ Outcome<Answer> generate(const LoadedModel& m, const Request& r, const Prompt& p
   // answered, without evaluating its last token again.
   std::vector<float> cached_logits;
   if (!r.no_cache && r.cache_dir) {
-    prefix_cache.emplace(*r.cache_dir / "kv",
-                         store::KvShape{.fingerprint = m.fingerprint,
-                                        .n_layer = fwd.cache().row_shape().n_layer,
-                                        .row_width = fwd.cache().row_shape().row_width,
-                                        .n_vocab = m.model.hparams().n_vocab,
-                                        .variant = std::string(m.model.kv_variant(n_ctx)),
-                                        .values_in_keys = fwd.cache().values_in_keys(),
-                                        .state_bytes = fwd.cache().state_bytes()},
-                         r.cache_max_bytes);
+    prefix_cache.emplace(*r.cache_dir / "kv", kv_shape(m, fwd.cache(), n_ctx), r.cache_max_bytes);
     std::vector<std::string> warnings;
     restored = prefix_cache->restore(prompt.tokens, fwd.cache(), warnings, &cached_logits);
     for (std::string& w : warnings) a.warnings.push_back(std::move(w));
@@ -283,6 +288,7 @@ Outcome<Answer> generate(const LoadedModel& m, const Request& r, const Prompt& p
                                   .is_end = {},
                                   // A stop is heard between prompt batches too.
                                   .keep_going = keep_going,
+                                  .on_prompt_progress = callbacks.on_prompt_progress,
                                   .prompt_logits = {},
                                   .keep_prompt_logits = prefix_cache.has_value(),
                                   // A recurrent state is kept where the last message

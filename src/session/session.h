@@ -163,6 +163,10 @@ struct Callbacks {
   // Asked between prompt batches and before each token: false stops
   // (Ctrl-C, a client gone). Null: never.
   std::function<bool()> keep_going;
+  // How far the prompt's evaluation is (engine::GenerateOptions::
+  // on_prompt_progress): once before its first batch, then after each.
+  // Not called when nothing of the prompt is left to evaluate. Null: none.
+  std::function<void(size_t done, size_t total, size_t cached)> on_prompt_progress;
 };
 
 // Runs `prompt` (from build_prompt for the same request) and records the

@@ -403,6 +403,103 @@ size_t PrefixCache::restore(std::span<const int32_t> tokens, engine::KvCache& ca
   return 0;
 }
 
+PrefixCache::Found PrefixCache::find(std::span<const int32_t> tokens) const {
+  Found found;
+  if (tokens.empty()) return found;
+  std::unordered_set<uint64_t> present;
+  std::error_code ec;
+  for (fs::directory_iterator it(model_dir(), ec), end; !ec && it != end; it.increment(ec)) {
+    uint64_t key = 0;
+    if (parse_key_name(it->path().filename().string(), key)) present.insert(key);
+  }
+  if (present.empty()) return found;
+  const std::vector<uint64_t> keys = prefix_keys(shape_, tokens);
+  // KvCache::position_bytes() of the shape's rows (restore() asks the
+  // cache; here there is none).
+  const size_t position_bytes = size_t{shape_.n_layer} * shape_.row_width *
+                                (shape_.values_in_keys ? 1 : 2) * sizeof(uint16_t);
+  const size_t logits_bytes = size_t{shape_.n_vocab} * sizeof(float);
+  const size_t state_bytes = shape_.state_bytes;
+
+  // The header of the segment ending at `end` and whether it keeps the
+  // logits, when restore() would use it; nullopt (and it is no candidate
+  // any more) otherwise.
+  struct Head {
+    Header header;
+    bool logits = false;
+  };
+  const auto head = [&](size_t end) -> std::optional<Head> {
+    const uint64_t key = keys[end];
+    const fs::path path = model_dir() / key_name(key);
+    const auto refuse = [&]() -> std::optional<Head> {
+      present.erase(key);
+      return std::nullopt;
+    };
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_size < 0) return refuse();
+    const auto size = static_cast<uint64_t>(st.st_size);
+    auto fd = open_regular_file(path);
+    if (!fd) return refuse();
+    const auto read_at = [&](void* to, size_t n, off_t at) {
+      for (size_t got = 0; got < n;) {
+        const ssize_t r =
+            ::pread(fd->get(), static_cast<char*>(to) + got, n - got, at + static_cast<off_t>(got));
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) return false;
+        got += static_cast<size_t>(r);
+      }
+      return true;
+    };
+    Head out;
+    Header& h = out.header;
+    if (size < sizeof h || !read_at(&h, sizeof h, 0)) return refuse();
+    if (std::memcmp(h.magic, kMagic, sizeof kMagic) != 0 || h.version != kFormatVersion ||
+        std::string_view(h.fingerprint, sizeof h.fingerprint) != shape_.fingerprint ||
+        (h.kv_type != kv_type_of(shape_) &&
+         (state_bytes == 0 || h.kv_type != kv_type_of(shape_, true))) ||
+        h.n_layer != shape_.n_layer || h.row_width != shape_.row_width || h.key != key ||
+        h.end != end || h.begin >= h.end || h.parent != keys[h.begin]) {
+      return refuse();
+    }
+    const size_t n = h.end - h.begin;
+    const size_t plain = sizeof(Header) + n * (sizeof(int32_t) + position_bytes) +
+                         (h.kv_type == kKvF16WithState ? state_bytes : 0);
+    out.logits = logits_bytes > 0 && size == plain + logits_bytes;
+    if (size != plain && !out.logits) return refuse();
+    std::vector<int32_t> ids(n);
+    if (!read_at(ids.data(), n * sizeof(int32_t), sizeof(Header)) ||
+        std::memcmp(ids.data(), tokens.data() + h.begin, n * sizeof(int32_t)) != 0) {
+      return refuse();
+    }
+    return out;
+  };
+
+  // As restore(): longest first, each candidate's chain of parents down to
+  // 0, with its rules for the recurrent layers' state.
+  for (size_t end = tokens.size(); end > 0; --end) {
+    if (!present.count(keys[end])) continue;
+    std::optional<Head> last;
+    size_t at = end;
+    bool stateless = false;
+    while (at > 0 && present.count(keys[at])) {
+      std::optional<Head> h = head(at);
+      if (!h) break;
+      at = h->header.begin;
+      if (!last) {
+        last = h;
+        if (state_bytes != 0 &&
+            (last->header.kv_type != kKvF16WithState || (end == tokens.size() && !last->logits))) {
+          stateless = true;
+          break;
+        }
+      }
+    }
+    if (at != 0 || stateless) continue;
+    return Found{.length = end, .logits = last->logits};
+  }
+  return found;
+}
+
 Result<void> PrefixCache::save(std::span<const int32_t> tokens, const engine::KvCache& cache,
                                size_t from, std::span<const size_t> marks,
                                const EndLogits& end_logits, std::span<const EndState> states) {

@@ -86,6 +86,17 @@ class PrefixCache {
   size_t restore(std::span<const int32_t> tokens, engine::KvCache& cache,
                  std::vector<std::string>& warnings, std::vector<float>* logits = nullptr);
 
+  // What restore() would restore for `tokens` (asked with logits), found
+  // without restoring it and without changing the cache: no file is
+  // removed, touched or written. Files are checked as restore() checks
+  // them but for their checksums (their rows are not read), so a file
+  // whose bytes rotted makes the real call restore less than this says.
+  struct Found {
+    size_t length = 0;    // the prefix's length
+    bool logits = false;  // its segment keeps the logits after it
+  };
+  Found find(std::span<const int32_t> tokens) const;
+
   // Stores the rows of positions [from, cache.size()) of `tokens` (whose
   // first cache.size() tokens the cache holds), `from` being 0 or a length
   // restore() returned. Segments also end at each of `marks`. A segment

@@ -330,6 +330,28 @@ Result<std::optional<TurnRecord>> Store::last_turn_in_session(const std::string&
   return found;
 }
 
+Result<std::vector<std::string>> Store::recent_timings(const std::string& model_fingerprint,
+                                                       int limit) {
+  if (empty_) return std::vector<std::string>();
+  auto read = [&]() -> Result<std::vector<std::string>> {
+    auto s = sql::Statement::prepare(db_.get(),
+                                     "SELECT timings_json FROM turns WHERE model_fingerprint = ? "
+                                     "AND copied = 0 ORDER BY seq DESC LIMIT ?");
+    if (!s) return s.error();
+    s->bind(1, model_fingerprint).bind(2, static_cast<int64_t>(limit));
+    std::vector<std::string> out;
+    for (;;) {
+      auto row = s->step();
+      if (!row) return row.error();
+      if (!*row) break;
+      out.push_back(s->text(0));
+    }
+    return out;
+  }();
+  if (!read) return fail("cannot read the timings of earlier turns", read.error());
+  return read;
+}
+
 Result<std::vector<TurnRecord>> Store::turns(int64_t conversation) {
   if (empty_) return no_conversation(conversation);
   auto read = [&]() -> Result<std::vector<TurnRecord>> {

@@ -111,6 +111,11 @@ class Store {
   // continues), or nullopt.
   Result<std::optional<TurnRecord>> last_turn_in_session(const std::string& session);
 
+  // The timings_json of the `limit` turns most recently recorded with the
+  // model of this fingerprint (not copies made by forks), newest first:
+  // the speeds measured on it (--estimate).
+  Result<std::vector<std::string>> recent_timings(const std::string& model_fingerprint, int limit);
+
   // The turns of a conversation in order; an error if there is no such
   // conversation ("no conversation 42").
   Result<std::vector<TurnRecord>> turns(int64_t conversation);

@@ -72,6 +72,27 @@ TEST_F(Think, TheDefaultKeepsTheReasoningOffStdoutAndRecordsIt) {
   EXPECT_EQ(shown_off_terminal.err, "");
 }
 
+// A continued conversation shows the model its earlier turns as the
+// template renders them: QwQ's drops an earlier turn's thinking, so the
+// next prompt holds the answer without it. --think=inline, where the
+// thinking is part of the answer, continues from the stored tokens.
+TEST_F(Think, AContinuationRendersEarlierReasoningAsTheTemplateDoes) {
+  const std::string model = "models/tiny-qwen3-e64-q8_0.gguf", tmpl = "Qwen-QwQ-32B.jinja";
+  const nlohmann::json first = json_of(call(model, tmpl));
+  const std::string reasoning = first.at("reasoning");
+  ASSERT_GT(reasoning.size(), 8u);
+  const std::string id = std::to_string(first.at("conversation").get<int64_t>());
+  const std::vector<std::string> next = {
+      "--cid", id, "--template", shared("templates/" + tmpl), "--print-prompt", "And 3+3?"};
+  const std::string dropped = run_ok(next);
+  EXPECT_EQ(dropped.find(reasoning), std::string::npos) << dropped;
+  EXPECT_NE(dropped.find("What is 2+2?"), std::string::npos) << dropped;
+  EXPECT_NE(dropped.find("And 3+3?"), std::string::npos) << dropped;
+  std::vector<std::string> kept = next;
+  kept.insert(kept.begin(), "--think=inline");
+  EXPECT_NE(run_ok(kept).find(reasoning), std::string::npos);
+}
+
 TEST_F(Think, OffClosesTheReasoningInThePromptAndAnswersOnStdout) {
   const std::string model = "models/tiny-qwen3-e64-q8_0.gguf", tmpl = "Qwen-QwQ-32B.jinja";
   const std::string prompt = run_ok(call(model, tmpl, {"--think=off", "--print-prompt"}));
