@@ -104,7 +104,10 @@ std::string hex_tail(const std::vector<CodeRange>& values, uint32_t prefix, int 
   }
   if (any_full) {
     std::string a = hex_digit_class(full);
-    if (digits > 1) a += " " + any_hex(digits - 1);
+    if (digits > 1) {
+      a += ' ';
+      a += any_hex(digits - 1);
+    }
     alts.push_back(std::move(a));
   }
   for (uint32_t d = 0; d < 16; ++d) {
@@ -112,7 +115,10 @@ std::string hex_tail(const std::vector<CodeRange>& values, uint32_t prefix, int 
     if (coverage(values, lo, lo + span - 1) != 1) continue;
     std::array<bool, 16> one{};
     one[d] = true;
-    alts.push_back(hex_digit_class(one) + " " + hex_tail(values, prefix * 16 + d, digits - 1));
+    std::string alt = hex_digit_class(one);
+    alt += ' ';
+    alt += hex_tail(values, prefix * 16 + d, digits - 1);
+    alts.push_back(std::move(alt));
   }
   return alternatives(alts);
 }
@@ -137,6 +143,17 @@ void append_pairs(std::vector<std::string>& alts, uint32_t lo, uint32_t hi) {
   if (lhi != 0xDFFF) --last_full;
   if (first_full <= last_full) pair(first_full, last_full, 0xDC00, 0xDFFF);
   if (lhi != 0xDFFF) pair(hhi, hhi, 0xDC00, lhi);
+}
+
+// "(" expr ")", built by appends: GCC 12 at -O3 warns (-Wrestrict,
+// wrongly) on "(" + std::string(...).
+std::string parenthesized(std::string_view expr) {
+  std::string out;
+  out.reserve(expr.size() + 2);
+  out += '(';
+  out += expr;
+  out += ')';
+  return out;
 }
 
 bool is_ident_char(char c) {
@@ -335,7 +352,7 @@ std::string gbnf_group(std::string_view expr) {
         ++i;
       } else if ((in_literal && c == '"') || (in_class && c == ']')) {
         in_literal = in_class = false;
-        if (depth == 0 && i + 1 != expr.size()) return "(" + std::string(expr) + ")";
+        if (depth == 0 && i + 1 != expr.size()) return parenthesized(expr);
       }
       continue;
     }
@@ -346,9 +363,9 @@ std::string gbnf_group(std::string_view expr) {
     } else if (c == '(') {
       ++depth;
     } else if (c == ')') {
-      if (--depth == 0 && i + 1 != expr.size()) return "(" + std::string(expr) + ")";
+      if (--depth == 0 && i + 1 != expr.size()) return parenthesized(expr);
     } else if (depth == 0) {
-      return "(" + std::string(expr) + ")";
+      return parenthesized(expr);
     }
   }
   return std::string(expr);
@@ -448,7 +465,11 @@ std::string natural_range(int64_t lo, int64_t hi) {
   std::vector<std::string> alts;
   const std::string slo = std::to_string(lo), shi = std::to_string(hi);
   for (size_t d = slo.size(); d <= shi.size(); ++d) {
-    const std::string a = d == slo.size() ? slo : "1" + std::string(d - 1, '0');
+    std::string a = slo;
+    if (d != slo.size()) {
+      a.assign(d, '0');
+      a[0] = '1';
+    }
     const std::string b = d == shi.size() ? shi : std::string(d, '9');
     alts.push_back(same_length_range(a, b));
   }

@@ -223,10 +223,15 @@ Result<std::string> json_literal(const Json& v, int depth, bool& uses_ws) {
     for (const auto& [key, item] : v.items()) {
       if (!first) out += R"( "," ws)";
       first = false;
-      if (obj) out += " " + gbnf_literal(Json(key).dump() + ":") + " ws";
+      if (obj) {
+        out += ' ';
+        out += gbnf_literal(Json(key).dump() + ":");
+        out += " ws";
+      }
       Result<std::string> inner = json_literal(item, depth + 1, uses_ws);
       if (!inner) return inner;
-      out += " " + *inner;
+      out += ' ';
+      out += *inner;
     }
     uses_ws = true;
     return out + (obj ? R"( ws "}")" : R"( ws "]")");
