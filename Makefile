@@ -63,6 +63,7 @@ fuzz: setup
 	@scripts/fuzz.sh build-fuzz/fuzz_jinja $(TOKENIZER_FUZZ_SECONDS) "$(SHARED)" jinja
 	@scripts/fuzz.sh build-fuzz/fuzz_reasoning $(TOKENIZER_FUZZ_SECONDS) "$(SHARED)" reasoning
 	@scripts/fuzz.sh build-fuzz/fuzz_gbnf $(TOKENIZER_FUZZ_SECONDS) "$(SHARED)" gbnf
+	@scripts/fuzz.sh build-fuzz/fuzz_json_schema $(TOKENIZER_FUZZ_SECONDS) "$(SHARED)" json_schema
 	@scripts/fuzz.sh build-fuzz/fuzz_config $(TOKENIZER_FUZZ_SECONDS) "$(SHARED)" config
 	@scripts/fuzz.sh build-fuzz/fuzz_prefix_cache $(TOKENIZER_FUZZ_SECONDS) "$(SHARED)" edits
 	@scripts/fuzz.sh build-fuzz/fuzz_store $(TOKENIZER_FUZZ_SECONDS) "$(SHARED)" edits

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs a libFuzzer target for a number of seconds on a seed corpus made from
 # the shared test data.
-#   scripts/fuzz.sh FUZZER SECONDS SHARED_DIR gguf|text|jinja|config|edits|reasoning|gbnf
+#   scripts/fuzz.sh FUZZER SECONDS SHARED_DIR gguf|text|jinja|config|edits|reasoning|gbnf|json_schema
 # gguf: seeds are the heads of the shared GGUF files (for file parsers).
 # text: seeds are the tokenizer test strings and slices of a book.
 # jinja: seeds are the shared chat templates.
@@ -9,6 +9,7 @@
 # edits: seeds are a few edit lists (the target builds its own files).
 # reasoning: seeds are model outputs with thinking sections and channels.
 # gbnf: seeds are the test grammars (tests/data/grammars), each with a text.
+# json_schema: seeds are the schemas of tests/data/json_schemas.
 set -euo pipefail
 fuzzer=$1 seconds=$2 shared=$3 kind=$4
 name=$(basename "$fuzzer")${QUIP_FUZZ_VOCAB:+-$(basename "$QUIP_FUZZ_VOCAB" .gguf)}
@@ -16,7 +17,14 @@ work=$(dirname "$fuzzer")/run-$name
 seeds=$work/seeds corpus=$work/corpus
 rm -rf "$seeds" && mkdir -p "$seeds" "$corpus"
 
-if [ "$kind" = gbnf ]; then
+if [ "$kind" = json_schema ]; then
+  # The "schema" value of each corpus file, written compactly.
+  here=$(cd "$(dirname "$0")/.." && pwd)
+  for f in "$here"/tests/data/json_schemas/*.json; do
+    python3 -c 'import json, sys; print(json.dumps(json.load(open(sys.argv[1]))["schema"]))' "$f" \
+      >"$seeds/$(basename "$f")" || cp "$f" "$seeds/"
+  done
+elif [ "$kind" = gbnf ]; then
   # "GRAMMAR\0TEXT" (fuzz/gbnf_fuzz.cpp).
   here=$(cd "$(dirname "$0")/.." && pwd)
   for g in "$here"/tests/data/grammars/*.gbnf; do
