@@ -27,6 +27,7 @@
 #include "cli/report.h"
 #include "cli/usage.h"
 #include "grammar/grammar.h"
+#include "grammar/json_schema.h"
 #include "kernels/thread_pool.h"
 #include "session/estimate.h"
 #include "session/session.h"
@@ -303,7 +304,27 @@ std::variant<std::shared_ptr<const grammar::Grammar>, Failure> output_grammar(co
     gbnf += '\n';
   } else {
     what = "--json-schema";
-    return Failure{kExitUsage, "--json-schema: not yet"};
+    // The schema itself, or the file that holds it.
+    std::string text = *f.json_schema;
+    const size_t first = text.find_first_not_of(" \t\r\n");
+    if (first == std::string::npos || (text[first] != '{' && text != "true" && text != "false")) {
+      auto read = read_input_file(text);
+      if (!read) return Failure{kExitUsage, "--json-schema: " + read.error().message};
+      text = std::move(*read);
+    }
+    nlohmann::ordered_json schema;
+    try {
+      schema = nlohmann::ordered_json::parse(text);
+    } catch (const nlohmann::json::parse_error& e) {
+      // "[json.exception.parse_error.101] parse error at line 1, ...": the part after "] ".
+      const std::string m = e.what();
+      const size_t cut = m.find("] ");
+      return Failure{kExitUsage, "--json-schema: the schema is not JSON: " +
+                                     printable(cut == std::string::npos ? m : m.substr(cut + 2), 200)};
+    }
+    auto converted = grammar::json_schema_to_gbnf(schema);
+    if (!converted) return Failure{kExitUsage, "--json-schema: " + converted.error().message};
+    gbnf = std::move(*converted);
   }
   auto compiled = grammar::compile_gbnf(gbnf);
   if (!compiled) return Failure{kExitUsage, what + ": " + compiled.error().message};

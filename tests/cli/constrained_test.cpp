@@ -5,6 +5,8 @@
 // parser), on a SentencePiece and on byte-level BPE vocabularies.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <regex>
@@ -150,6 +152,64 @@ TEST_F(Constrained, GrammarsThatCannotBeCompiledAreUsageErrors) {
   expect_failure(call(kModels[0], {"--choice", "yes,,no"}), kExitUsage, "an empty choice");
   expect_failure(call(kModels[0], {"--choice", "yes", "--grammar", grammar_file("date.gbnf")}),
                  kExitUsage, "give one of --grammar, --json-schema, --choice");
+}
+
+// The first python3 that has jsonschema and rfc3339-validator (its
+// date-time and time checks), or "" (scripts/setup.sh installs them).
+std::string python_with_jsonschema() {
+  for (const char* p : {"python3", "/usr/bin/python3"}) {
+    const std::string probe =
+        std::string(p) + " -c 'import jsonschema, rfc3339_validator' >/dev/null 2>&1";
+    if (std::system(probe.c_str()) == 0) return p;
+  }
+  return "";
+}
+
+// Every schema of the corpus (tests/data/json_schemas), answered by tiny
+// models on two kinds of vocabulary: each answer that completes within -n
+// is valid for Python's jsonschema (Draft 2020-12, formats checked), and
+// each that does not is a failure that prints nothing.
+TEST_F(Constrained, JsonSchemaAnswersValidateWithPythonJsonschema) {
+  const std::string python = python_with_jsonschema();
+  if (python.empty()) {
+    if (std::getenv("CI") != nullptr) FAIL() << "no python3 with jsonschema (CI is set)";
+    GTEST_SKIP() << "no python3 with jsonschema and rfc3339-validator";
+  }
+  const fs::path corpus = fs::path(QUIP_TEST_DATA_DIR) / "json_schemas";
+  const fs::path answers = home() / "answers.jsonl";
+  std::string lines;
+  size_t calls = 0, complete = 0;
+  std::vector<fs::path> files;
+  for (const auto& e : fs::directory_iterator(corpus)) files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  ASSERT_GE(files.size(), 30u);
+  for (const fs::path& file : files) {
+    const auto schema = nlohmann::ordered_json::parse(quip::testing::read_file(file)).at("schema");
+    for (const char* model : {kModels[0], kModels[1]}) {
+      const std::vector<std::string> args =
+          call(model, {"--json-schema", schema.dump(), "-n", "300", "--temp", "1", "--seed", "3"},
+               "Answer in JSON.");
+      const RunResult r = run(args);
+      ++calls;
+      if (r.status == kExitOk) {
+        ++complete;
+        lines += nlohmann::ordered_json{{"schema", schema}, {"answer", r.out}}.dump() + "\n";
+      } else {
+        EXPECT_EQ(r.status, kExitFailure) << quip::testing::describe(args, r);
+        EXPECT_EQ(r.out, "") << quip::testing::describe(args, r);
+      }
+    }
+  }
+  quip::testing::write_bytes(answers, lines);
+  const fs::path script =
+      fs::path(QUIP_TEST_DATA_DIR) / ".." / "cli" / "validate_schema_answers.py";
+  const RunResult v =
+      quip::testing::run_command({"/usr/bin/env", python, script.string(), answers.string()});
+  EXPECT_EQ(v.status, 0) << v.out << v.err;
+  EXPECT_NE(v.out.find(std::to_string(complete) + " answers, 0 invalid"), std::string::npos)
+      << v.out;
+  // Most answers complete (the schemas bound what a model could run on with).
+  EXPECT_GE(complete * 10, calls * 7) << complete << " of " << calls;
 }
 
 // A thinking model's template is asked not to think: the answer is the
