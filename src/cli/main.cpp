@@ -22,6 +22,8 @@
 #include "cli/report.h"
 #include "cli/template_cmd.h"
 #include "cli/tokenize.h"
+#include "kernels/dot.h"
+#include "quip_version.h"
 
 namespace {
 
@@ -50,6 +52,16 @@ constexpr Subcommand kSubcommands[] = {
      quip::cli::tokenize_main},
 };
 
+std::string compiler() {
+#if defined(__clang__)
+  return "clang " __clang_version__;
+#elif defined(__GNUC__)
+  return "GCC " __VERSION__;
+#else
+  return "an unknown compiler";
+#endif
+}
+
 void print_help(std::ostream& out) {
   out << "quip: a local LLM for the Unix shell\n\n"
          "Usage:\n"
@@ -58,7 +70,8 @@ void print_help(std::ostream& out) {
          "  quip -c PROMPT...            continue this terminal's last conversation\n"
          "  quip --cid ID[@N] PROMPT...  continue conversation ID (from turn N: a fork)\n"
          "  quip --raw PROMPT...         continue a text as it is, without the chat template\n"
-         "  quip COMMAND [OPTIONS]\n\n"
+         "  quip COMMAND [OPTIONS]\n"
+         "  quip --version               version, commit, build and the CPU's kernels\n\n"
          "Commands:\n";
   for (const Subcommand& s : kSubcommands) {
     out << "  " << s.name << std::string(12 - s.name.size(), ' ') << s.summary << '\n';
@@ -75,6 +88,22 @@ void print_help(std::ostream& out) {
          "interrupted (143 by SIGTERM, 129 by SIGHUP).\n";
 }
 
+// What was built and what this CPU runs: enough for a bug report.
+void print_version(std::ostream& out) {
+  out << "quip " << QUIP_VERSION << '\n'
+      << "commit " << QUIP_COMMIT << '\n'
+      << "build " << QUIP_BUILD_TYPE << ", " << compiler() << '\n';
+  auto isa = quip::kernels::chosen_isa();
+  out << "kernels ";
+  if (isa) {
+    out << quip::kernels::isa_name(*isa)
+        << " (detected: " << quip::kernels::isa_name(quip::kernels::detected_isa())
+        << "; QUIP_KERNELS=ref|avx2|avx512 chooses)\n";
+  } else {
+    out << "none: " << quip::printable(isa.error().message, 200) << '\n';
+  }
+}
+
 int run(int argc, char** argv) {
   if (argc < 2) {
     std::cerr << "quip: no command given (see 'quip --help')\n";
@@ -83,6 +112,10 @@ int run(int argc, char** argv) {
   const std::string_view first = argv[1];
   if (first == "--help" || first == "-h" || first == "help") {
     print_help(std::cout);
+    return kExitOk;
+  }
+  if (first == "--version" || first == "-V") {
+    print_version(std::cout);
     return kExitOk;
   }
   if (auto env = quip::check_environment(); !env) {
