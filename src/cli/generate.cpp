@@ -26,6 +26,7 @@
 #include "cli/prompt_input.h"
 #include "cli/report.h"
 #include "cli/usage.h"
+#include "grammar/gbnf_text.h"
 #include "grammar/grammar.h"
 #include "grammar/json_schema.h"
 #include "kernels/thread_pool.h"
@@ -243,31 +244,6 @@ std::variant<engine::SamplerSettings, Failure> sampler_settings(const Settings& 
   return out;
 }
 
-// A GBNF literal for `text`: every byte but printable ASCII escaped.
-std::string gbnf_literal(std::string_view text) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  std::string out = "\"";
-  for (size_t i = 0; i < text.size();) {
-    const auto c = static_cast<uint8_t>(text[i]);
-    if (c >= 0x20 && c < 0x7F && c != '"' && c != '\\') {
-      out += static_cast<char>(c);
-      ++i;
-      continue;
-    }
-    // A whole character as \UXXXXXXXX (GBNF's terminals are code points).
-    const size_t n = utf8_sequence_length(text, i);
-    uint32_t v = c;
-    if (n > 1) {
-      v &= 0xFFu >> (n + 1);
-      for (size_t k = 1; k < n; ++k) v = (v << 6) | (static_cast<uint8_t>(text[i + k]) & 0x3F);
-    }
-    out += "\\U";
-    for (int shift = 28; shift >= 0; shift -= 4) out += kHex[(v >> shift) & 0xF];
-    i += n;
-  }
-  return out + "\"";
-}
-
 // The grammar of --grammar, --json-schema or --choice (none: free text).
 // What cannot be compiled is a usage error that names the place.
 std::variant<std::shared_ptr<const grammar::Grammar>, Failure> output_grammar(const Flags& f) {
@@ -292,14 +268,11 @@ std::variant<std::shared_ptr<const grammar::Grammar>, Failure> output_grammar(co
     for (const std::string& c : choices) {
       if (c.empty())
         return Failure{kExitUsage, "--choice: an empty choice in '" + printable(*f.choice) + "'"};
-      for (size_t i = 0; i < c.size();) {
-        const size_t n = utf8_sequence_length(c, i);
-        if (n == 0)
-          return Failure{kExitUsage, "--choice: '" + printable(c) + "' is not valid UTF-8"};
-        i += n;
-      }
+      std::vector<uint32_t> code_points;
+      if (!grammar::decode_utf8(c, code_points))
+        return Failure{kExitUsage, "--choice: '" + printable(c) + "' is not valid UTF-8"};
       gbnf += gbnf.empty() ? "root ::= " : " | ";
-      gbnf += gbnf_literal(c);
+      gbnf += grammar::gbnf_literal(c);
     }
     gbnf += '\n';
   } else {
@@ -319,8 +292,9 @@ std::variant<std::shared_ptr<const grammar::Grammar>, Failure> output_grammar(co
       // "[json.exception.parse_error.101] parse error at line 1, ...": the part after "] ".
       const std::string m = e.what();
       const size_t cut = m.find("] ");
-      return Failure{kExitUsage, "--json-schema: the schema is not JSON: " +
-                                     printable(cut == std::string::npos ? m : m.substr(cut + 2), 200)};
+      return Failure{kExitUsage,
+                     "--json-schema: the schema is not JSON: " +
+                         printable(cut == std::string::npos ? m : m.substr(cut + 2), 200)};
     }
     auto converted = grammar::json_schema_to_gbnf(schema);
     if (!converted) return Failure{kExitUsage, "--json-schema: " + converted.error().message};

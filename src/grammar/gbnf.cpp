@@ -9,6 +9,7 @@
 
 #include "base/text.h"
 #include "grammar/grammar.h"
+#include "tokenizer/unicode.h"
 
 namespace quip::grammar {
 
@@ -23,24 +24,6 @@ constexpr size_t kMaxSymbols = size_t{1} << 22;
 struct CodeRange {
   uint32_t lo, hi;
 };
-
-void append_utf8(uint32_t c, std::string& out) {
-  if (c < 0x80) {
-    out += static_cast<char>(c);
-  } else if (c < 0x800) {
-    out += static_cast<char>(0xC0 | (c >> 6));
-    out += static_cast<char>(0x80 | (c & 0x3F));
-  } else if (c < 0x10000) {
-    out += static_cast<char>(0xE0 | (c >> 12));
-    out += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (c & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (c >> 18));
-    out += static_cast<char>(0x80 | ((c >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (c & 0x3F));
-  }
-}
 
 // The byte-range sequences whose UTF-8 strings are exactly the code points
 // of [lo, hi] (no surrogates in it), as in Russ Cox's "Regular Expression
@@ -60,8 +43,8 @@ void utf8_sequences(uint32_t lo, uint32_t hi, std::vector<std::vector<ByteRange>
     return;
   }
   std::string a, b;
-  append_utf8(lo, a);
-  append_utf8(hi, b);
+  tokenizer::utf8_append(a, lo);
+  tokenizer::utf8_append(b, hi);
   const size_t n = a.size();
   for (size_t i = 1; i < n; ++i) {
     const uint32_t m = (1u << (6 * i)) - 1;
@@ -233,15 +216,10 @@ class Parser {
         fail_at(begin, "escape is not a Unicode scalar value");
       return v;
     }
-    const size_t n = utf8_sequence_length(text_, pos_);
-    if (n == 0) fail("invalid UTF-8");
-    uint32_t v = static_cast<uint8_t>(text_[pos_]);
-    if (n > 1) {
-      v &= 0xFFu >> (n + 1);
-      for (size_t i = 1; i < n; ++i) v = (v << 6) | (static_cast<uint8_t>(text_[pos_ + i]) & 0x3F);
-    }
-    pos_ += n;
-    return v;
+    const tokenizer::Utf8Char c = tokenizer::utf8_decode(text_, pos_);
+    if (c.cp == tokenizer::kInvalidCodepoint) fail("invalid UTF-8");
+    pos_ += c.len;
+    return c.cp;
   }
 
   // ---- rules ----
@@ -346,7 +324,7 @@ class Parser {
         while (peek() != '"') {
           if (at_end() || peek() == '\n') fail("the literal is not closed");
           std::string bytes;
-          append_utf8(parse_char(), bytes);
+          tokenizer::utf8_append(bytes, parse_char());
           for (char b : bytes) seq.push_back(byte(static_cast<uint8_t>(b)));
         }
         ++pos_;

@@ -4,6 +4,8 @@
 #include <array>
 #include <cstdio>
 
+#include "tokenizer/unicode.h"
+
 namespace quip::grammar {
 namespace {
 
@@ -32,7 +34,7 @@ void append_gbnf_char(std::string& out, uint32_t c, bool in_class) {
     out += buf;
     return;
   }
-  append_utf8(out, c);
+  tokenizer::utf8_append(out, c);
 }
 
 std::string class_of(const std::vector<CodeRange>& ranges, bool negated) {
@@ -227,49 +229,12 @@ bool CharSet::contains(uint32_t c) const {
 
 bool decode_utf8(std::string_view s, std::vector<uint32_t>& out) {
   for (size_t i = 0; i < s.size();) {
-    const auto b = static_cast<unsigned char>(s[i]);
-    size_t n = 0;
-    uint32_t c = b;
-    if (b >= 0x80) {
-      if ((b >> 5) == 6) {
-        n = 1, c = b & 0x1F;
-      } else if ((b >> 4) == 14) {
-        n = 2, c = b & 0x0F;
-      } else if ((b >> 3) == 30) {
-        n = 3, c = b & 0x07;
-      } else {
-        return false;
-      }
-    }
-    if (s.size() - i <= n) return false;
-    for (size_t k = 1; k <= n; ++k) {
-      const auto t = static_cast<unsigned char>(s[i + k]);
-      if ((t >> 6) != 2) return false;
-      c = (c << 6) | (t & 0x3F);
-    }
-    if (c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF)) return false;
-    out.push_back(c);
-    i += n + 1;
+    const tokenizer::Utf8Char c = tokenizer::utf8_decode(s, i);
+    if (c.cp == tokenizer::kInvalidCodepoint) return false;
+    out.push_back(c.cp);
+    i += c.len;
   }
   return true;
-}
-
-void append_utf8(std::string& out, uint32_t c) {
-  if (c < 0x80) {
-    out += static_cast<char>(c);
-  } else if (c < 0x800) {
-    out += static_cast<char>(0xC0 | (c >> 6));
-    out += static_cast<char>(0x80 | (c & 0x3F));
-  } else if (c < 0x10000) {
-    out += static_cast<char>(0xE0 | (c >> 12));
-    out += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (c & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (c >> 18));
-    out += static_cast<char>(0x80 | ((c >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (c & 0x3F));
-  }
 }
 
 std::string gbnf_literal(std::string_view text) {

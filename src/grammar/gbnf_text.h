@@ -90,10 +90,8 @@ inline constexpr int64_t kMaxInteger = 9'999'999'999'999'999;
 // `expr` wrapped in parentheses unless it is already one symbol.
 std::string gbnf_group(std::string_view expr);
 
-// Decodes UTF-8 into code points; false when it is malformed.
+// Decodes UTF-8 into code points; false when it is malformed (what
+// base's utf8_sequence_length refuses). Encoding: tokenizer::utf8_append.
 bool decode_utf8(std::string_view s, std::vector<uint32_t>& out);
-
-// Appends `c` as UTF-8.
-void append_utf8(std::string& out, uint32_t c);
 
 }  // namespace quip::grammar

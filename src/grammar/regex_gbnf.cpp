@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "grammar/gbnf_text.h"
+#include "tokenizer/unicode.h"
 
 namespace quip::grammar {
 namespace {
@@ -63,7 +64,7 @@ std::string json_plain(uint32_t c) {
     out += kHex[c >> 4];
     out += kHex[c & 15];
   } else {
-    append_utf8(out, c);
+    tokenizer::utf8_append(out, c);
   }
   return out;
 }

@@ -13,6 +13,7 @@
 #include "grammar/gbnf_text.h"
 #include "grammar/grammar.h"
 #include "grammar/json_schema.h"
+#include "tokenizer/unicode.h"
 
 namespace quip::grammar {
 namespace {
@@ -65,7 +66,7 @@ TEST(JsonSchemaText, JsonCharsMatchEverySpellingOfTheirCharactersOnly) {
       std::snprintf(buf, sizeof buf, "\\u%04X", c);
       ASSERT_EQ(matches(*g, buf), in) << buf;
       std::string raw;
-      append_utf8(raw, c);
+      tokenizer::utf8_append(raw, c);
       ASSERT_EQ(matches(*g, raw), in && c >= 0x20 && c != '"' && c != '\\') << c;
     }
     for (uint32_t c : {0x10000u, 0x1F5FFu, 0x1F600u, 0x1F64Fu, 0x1F650u, 0x10FFFFu}) {
@@ -73,7 +74,7 @@ TEST(JsonSchemaText, JsonCharsMatchEverySpellingOfTheirCharactersOnly) {
       std::snprintf(buf, sizeof buf, "\\u%04X\\u%04x", 0xD800 + (v >> 10), 0xDC00 + (v & 0x3FF));
       EXPECT_EQ(matches(*g, buf), s.contains(c)) << buf;
       std::string raw;
-      append_utf8(raw, c);
+      tokenizer::utf8_append(raw, c);
       EXPECT_EQ(matches(*g, raw), s.contains(c)) << c;
     }
     EXPECT_EQ(matches(*g, "\\n"), s.contains('\n'));
