@@ -21,10 +21,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using quip::testing::RunResult;
-
-std::string shared(const std::string& sub) {
-  return (quip::testing::shared_dir() / sub).string();
-}
+using quip::testing::shared_path;
 
 std::string grammar_file(const std::string& name) {
   return (fs::path(QUIP_TEST_DATA_DIR) / "grammars" / name).string();
@@ -41,7 +38,7 @@ class Constrained : public testing_home::QuipHome {
   void SetUp() override { QUIP_REQUIRE_SHARED(); }
   std::vector<std::string> call(const std::string& model, std::vector<std::string> more,
                                 const std::string& prompt = "Is this a bug report?") const {
-    std::vector<std::string> args = {"-m", shared(model), "--no-cache"};
+    std::vector<std::string> args = {"-m", shared_path(model), "--no-cache"};
     args.insert(args.end(), more.begin(), more.end());
     args.push_back(prompt);
     return args;
@@ -154,23 +151,12 @@ TEST_F(Constrained, GrammarsThatCannotBeCompiledAreUsageErrors) {
                  kExitUsage, "give one of --grammar, --json-schema, --choice");
 }
 
-// The first python3 that has jsonschema and rfc3339-validator (its
-// date-time and time checks), or "" (scripts/setup.sh installs them).
-std::string python_with_jsonschema() {
-  for (const char* p : {"python3", "/usr/bin/python3"}) {
-    const std::string probe =
-        std::string(p) + " -c 'import jsonschema, rfc3339_validator' >/dev/null 2>&1";
-    if (std::system(probe.c_str()) == 0) return p;
-  }
-  return "";
-}
-
 // Every schema of the corpus (tests/data/json_schemas), answered by tiny
 // models on two kinds of vocabulary: each answer that completes within -n
 // is valid for Python's jsonschema (Draft 2020-12, formats checked), and
 // each that does not is a failure that prints nothing.
 TEST_F(Constrained, JsonSchemaAnswersValidateWithPythonJsonschema) {
-  const std::string python = python_with_jsonschema();
+  const std::string python = quip::testing::python_with_jsonschema();
   if (python.empty()) {
     if (std::getenv("CI") != nullptr) FAIL() << "no python3 with jsonschema (CI is set)";
     GTEST_SKIP() << "no python3 with jsonschema and rfc3339-validator";
@@ -201,10 +187,9 @@ TEST_F(Constrained, JsonSchemaAnswersValidateWithPythonJsonschema) {
     }
   }
   quip::testing::write_bytes(answers, lines);
-  const fs::path script =
-      fs::path(QUIP_TEST_DATA_DIR) / ".." / "cli" / "validate_schema_answers.py";
-  const RunResult v =
-      quip::testing::run_command({"/usr/bin/env", python, script.string(), answers.string()});
+  const fs::path script = fs::path(QUIP_TEST_DATA_DIR) / ".." / "grammar" / "check_json_schemas.py";
+  const RunResult v = quip::testing::run_command(
+      {"/usr/bin/env", python, script.string(), "--answers", answers.string()});
   EXPECT_EQ(v.status, 0) << v.out << v.err;
   EXPECT_NE(v.out.find(std::to_string(complete) + " answers, 0 invalid"), std::string::npos)
       << v.out;
@@ -216,11 +201,12 @@ TEST_F(Constrained, JsonSchemaAnswersValidateWithPythonJsonschema) {
 // grammar's from its first token (QwQ's template opens <think> in the
 // prompt, so a free answer would begin inside the reasoning).
 TEST_F(Constrained, AThinkingModelAnswersWithoutThinking) {
-  const std::vector<std::string> args = {"-m",         shared("models/tiny-qwen3-e64-q8_0.gguf"),
-                                         "--template", shared("templates/Qwen-QwQ-32B.jinja"),
-                                         "--no-cache", "--choice",
-                                         "yes,no",     "--json",
-                                         "Is it?"};
+  const std::vector<std::string> args = {
+      "-m",         shared_path("models/tiny-qwen3-e64-q8_0.gguf"),
+      "--template", shared_path("templates/Qwen-QwQ-32B.jinja"),
+      "--no-cache", "--choice",
+      "yes,no",     "--json",
+      "Is it?"};
   const nlohmann::json j = nlohmann::json::parse(run_ok(args));
   EXPECT_TRUE(j.at("text") == "yes" || j.at("text") == "no") << j.dump();
   EXPECT_EQ(j.at("reasoning"), "");

@@ -19,18 +19,16 @@ namespace {
 
 namespace fs = std::filesystem;
 using quip::testing::RunResult;
-
-std::string shared(const std::string& sub) {
-  return (quip::testing::shared_dir() / sub).string();
-}
+using quip::testing::shared_path;
 
 class Think : public testing_home::QuipHome {
  protected:
   // A chat call of the model with `tmpl` from ../shared/templates, 8 tokens.
   std::vector<std::string> call(const std::string& model, const std::string& tmpl,
                                 std::vector<std::string> more = {}) const {
-    std::vector<std::string> args = {"-m", shared(model), "--template", shared("templates/" + tmpl),
-                                     "-n", "8",           "--no-cache"};
+    std::vector<std::string> args = {
+        "-m", shared_path(model), "--template", shared_path("templates/" + tmpl), "-n",
+        "8",  "--no-cache"};
     args.insert(args.end(), more.begin(), more.end());
     args.push_back("What is 2+2?");
     return args;
@@ -83,7 +81,7 @@ TEST_F(Think, AContinuationRendersEarlierReasoningAsTheTemplateDoes) {
   ASSERT_GT(reasoning.size(), 8u);
   const std::string id = std::to_string(first.at("conversation").get<int64_t>());
   const std::vector<std::string> next = {
-      "--cid", id, "--template", shared("templates/" + tmpl), "--print-prompt", "And 3+3?"};
+      "--cid", id, "--template", shared_path("templates/" + tmpl), "--print-prompt", "And 3+3?"};
   const std::string dropped = run_ok(next);
   EXPECT_EQ(dropped.find(reasoning), std::string::npos) << dropped;
   EXPECT_NE(dropped.find("What is 2+2?"), std::string::npos) << dropped;
@@ -126,7 +124,7 @@ TEST_F(Think, GptOssAnswersFromItsFinalChannelAlone) {
 TEST_F(Think, AModelWithoutReasoningAnswersAsBefore) {
   // Qwen2.5's template: nothing to tell apart, every mode the same answer.
   const std::string model = "models/tiny-qwen2-e64-f16.gguf";
-  const std::vector<std::string> base = {"-m", shared(model), "-n", "8", "--no-cache", "hi"};
+  const std::vector<std::string> base = {"-m", shared_path(model), "-n", "8", "--no-cache", "hi"};
   const std::string answer = run_ok(base);
   EXPECT_FALSE(answer.empty());
   for (const char* mode : {"--think=inline", "--think=show", "--think=hide"}) {

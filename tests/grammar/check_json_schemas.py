@@ -7,7 +7,12 @@ schema matches the valid instances and refuses the invalid ones; this script
 checks that the labels are right, with the `jsonschema` package's Draft 2020-12
 validator and its format checkers (date-time and time need rfc3339-validator).
 
+With --answers FILE it checks quip's --json-schema answers instead: FILE
+holds JSON lines {"schema": ..., "answer": "TEXT"}, and each answer must
+parse as JSON and be valid under its schema.
+
 Usage: check_json_schemas.py [DIR]   (default: the corpus beside this script)
+       check_json_schemas.py --answers FILE
 Exits 1 on any mismatch, 2 when the validator or a format checker is missing.
 """
 import json
@@ -17,9 +22,31 @@ import sys
 FORMATS = ("date", "time", "date-time", "uuid", "email")
 
 
+def check_answers(path, validator_class, checker) -> int:
+    failures = checked = 0
+    with open(path, encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            case = json.loads(line)
+            checked += 1
+            try:
+                instance = json.loads(case["answer"])
+            except ValueError as e:
+                print(f"line {n}: the answer is not JSON ({e}): {case['answer']!r}")
+                failures += 1
+                continue
+            validator = validator_class(case["schema"], format_checker=checker)
+            errors = sorted(validator.iter_errors(instance), key=str)
+            if errors:
+                print(f"line {n}: {errors[0].message}: {case['answer']!r}")
+                failures += 1
+    print(f"check_json_schemas: {checked} answers, {failures} invalid")
+    return 1 if failures else 0
+
+
 def main() -> int:
     here = pathlib.Path(__file__).resolve().parent
-    corpus = pathlib.Path(sys.argv[1]) if len(sys.argv) > 1 else here.parent / "data" / "json_schemas"
     try:
         import jsonschema
     except ImportError:
@@ -33,6 +60,9 @@ def main() -> int:
         print("check_json_schemas: no format checker for " + ", ".join(missing) +
               " (install rfc3339-validator)", file=sys.stderr)
         return 2
+    if len(sys.argv) == 3 and sys.argv[1] == "--answers":
+        return check_answers(sys.argv[2], validator_class, checker)
+    corpus = pathlib.Path(sys.argv[1]) if len(sys.argv) > 1 else here.parent / "data" / "json_schemas"
 
     files = sorted(corpus.glob("*.json"))
     if not files:

@@ -6,14 +6,13 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <random>
-#include <sstream>
 #include <string>
 
 #include "grammar/automaton.h"
 #include "grammar/grammar.h"
+#include "support/shared.h"
 
 namespace quip::grammar {
 namespace {
@@ -21,13 +20,6 @@ namespace {
 namespace fs = std::filesystem;
 
 const fs::path kGrammars = fs::path(QUIP_TEST_DATA_DIR) / "grammars";
-
-std::string read(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 std::shared_ptr<const Grammar> compile(std::string_view text) {
   auto g = compile_gbnf(text);
@@ -46,7 +38,8 @@ std::string case_text(const nlohmann::json& j) {
 }
 
 TEST(Gbnf, CorpusGrammarsMatchContinueAndRefuseTheirCases) {
-  const nlohmann::json cases = nlohmann::json::parse(read(kGrammars / "cases.json"));
+  const nlohmann::json cases =
+      nlohmann::json::parse(quip::testing::read_file(kGrammars / "cases.json"));
   size_t files = 0;
   for (const auto& entry : fs::directory_iterator(kGrammars)) {
     if (entry.path().extension() != ".gbnf") continue;
@@ -54,7 +47,7 @@ TEST(Gbnf, CorpusGrammarsMatchContinueAndRefuseTheirCases) {
     const std::string name = entry.path().filename().string();
     SCOPED_TRACE(name);
     ASSERT_TRUE(cases.contains(name)) << "no cases for " << name;
-    const auto g = compile(read(entry.path()));
+    const auto g = compile(quip::testing::read_file(entry.path()));
     ASSERT_TRUE(g);
     const nlohmann::json& c = cases.at(name);
     ASSERT_FALSE(c.at("match").empty());
@@ -74,7 +67,7 @@ TEST(Gbnf, CorpusGrammarsMatchContinueAndRefuseTheirCases) {
 // and splicing valid JSON are in the grammar's language exactly when
 // nlohmann::json accepts them, and a prefix of a valid text is a prefix.
 TEST(Gbnf, JsonGrammarAgreesWithAJsonParser) {
-  const auto g = compile(read(kGrammars / "json.gbnf"));
+  const auto g = compile(quip::testing::read_file(kGrammars / "json.gbnf"));
   ASSERT_TRUE(g);
   const std::vector<std::string> seeds = {
       R"({"name": "quip", "tags": ["a", "b\n"], "n": -12.5e3, "ok": true, "none": null})",
@@ -272,7 +265,7 @@ TEST(Gbnf, BrokenGrammarsAreRefusedWithTheRuleAndPosition) {
 // Equal situations are one state: a long text through a JSON string costs
 // no new states after the first few characters.
 TEST(Gbnf, AutomatonStatesAreShared) {
-  const auto g = compile(read(kGrammars / "json.gbnf"));
+  const auto g = compile(quip::testing::read_file(kGrammars / "json.gbnf"));
   ASSERT_TRUE(g);
   Automaton a(g);
   Automaton::State s = a.run(a.start(), "{\"k\": \"");

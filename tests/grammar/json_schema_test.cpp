@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "grammar/grammar.h"
+#include "support/shared.h"
 
 namespace quip::grammar {
 namespace {
@@ -237,15 +238,7 @@ TEST(JsonSchemaCorpus, StringsTakeEveryJsonSpellingAndCountCharacters) {
 // Runs check_json_schemas.py with the first Python that has jsonschema and
 // rfc3339-validator (its date-time and time checkers need it).
 TEST(JsonSchemaLabels, AgreeWithPythonJsonschema) {
-  std::string python;
-  for (const char* p : {"python3", "/usr/bin/python3"}) {
-    const std::string probe =
-        std::string(p) + " -c 'import jsonschema, rfc3339_validator' >/dev/null 2>&1";
-    if (std::system(probe.c_str()) == 0) {
-      python = p;
-      break;
-    }
-  }
+  const std::string python = quip::testing::python_with_jsonschema();
   if (python.empty()) {
     if (std::getenv("CI") != nullptr) {
       FAIL() << "no python3 with jsonschema and rfc3339-validator (CI is set)";

@@ -1,6 +1,7 @@
 #include "support/shared.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -32,6 +33,19 @@ std::vector<std::filesystem::path> shared_files(const std::string& sub, const st
   }
   std::sort(out.begin(), out.end());
   return out;
+}
+
+std::string shared_path(const std::string& sub) {
+  return (shared_dir() / sub).string();
+}
+
+std::string python_with_jsonschema() {
+  for (const char* p : {"python3", "/usr/bin/python3"}) {
+    const std::string probe =
+        std::string(p) + " -c 'import jsonschema, rfc3339_validator' >/dev/null 2>&1";
+    if (std::system(probe.c_str()) == 0) return p;
+  }
+  return "";
 }
 
 std::string read_file(const std::filesystem::path& path) {

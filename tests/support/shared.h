@@ -29,6 +29,13 @@ std::filesystem::path demo_model();
 // Reads a whole file.
 std::string read_file(const std::filesystem::path& path);
 
+// shared_dir()/sub as a string, for command lines.
+std::string shared_path(const std::string& sub);
+
+// The first python3 (on PATH, then /usr/bin) that has the jsonschema and
+// rfc3339-validator packages (scripts/setup.sh installs them), or "".
+std::string python_with_jsonschema();
+
 }  // namespace quip::testing
 
 #define QUIP_REQUIRE_SHARED()                                                      \
