@@ -278,8 +278,6 @@ Outcome<Answer> generate(const LoadedModel& m, const Request& r, const Prompt& p
     restored = prefix_cache->restore(prompt.tokens, fwd.cache(), warnings, &cached_logits);
     for (std::string& w : warnings) a.warnings.push_back(std::move(w));
   }
-  const auto t_loaded = std::chrono::steady_clock::now();
-
   const auto keep_going = [&] { return !callbacks.keep_going || callbacks.keep_going(); };
   engine::GenerateOptions options{.max_tokens = r.n_predict,
                                   .n_ctx = n_ctx,
@@ -300,13 +298,15 @@ Outcome<Answer> generate(const LoadedModel& m, const Request& r, const Prompt& p
 
   std::optional<grammar::GrammarConstraint> constraint;
   if (r.grammar) {
+    // The tokens options.is_end stops at (none with ignore_eos).
     std::vector<int32_t> end_tokens;
-    for (size_t id = 0; id < vocab.size(); ++id)
-      if (options.is_end && options.is_end(static_cast<int32_t>(id)))
-        end_tokens.push_back(static_cast<int32_t>(id));
+    if (!r.ignore_eos) end_tokens = vocab.end_of_generation();
     constraint.emplace(r.grammar, token_trie(m), std::move(end_tokens));
     options.constraint = &*constraint;
   }
+  // Loading ends here: the vocabulary's trie (built on a model's first
+  // constrained call) counts with the model's load, as it is one of its parts.
+  const auto t_loaded = std::chrono::steady_clock::now();
 
   tokenizer::StreamDecoder decoder(m.tokenizer);
   // A constrained answer is the grammar's sentence whole: nothing of it is
