@@ -221,6 +221,50 @@ struct Segment {
   std::vector<uint8_t> bytes;  // the whole file
 };
 
+// The keys of the segment files in `dir` (none when it cannot be read).
+std::unordered_set<uint64_t> segment_keys(const fs::path& dir) {
+  std::unordered_set<uint64_t> keys;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    uint64_t key = 0;
+    if (parse_key_name(it->path().filename().string(), key)) keys.insert(key);
+  }
+  return keys;
+}
+
+// The bytes of a segment of `h` before the logits it may keep: the header,
+// the token ids, the rows, and the recurrent state where it has one.
+size_t rows_size(const Header& h, size_t position_bytes, size_t state_bytes) {
+  return sizeof(Header) + size_t{h.end - h.begin} * (sizeof(int32_t) + position_bytes) +
+         (h.kv_type == kKvF16WithState ? state_bytes : 0);
+}
+
+// Why the header of the file named `key` cannot be the segment of `shape`
+// that ends at `end` of the prefix with `keys`, or nullptr when it can.
+// (Its format version is the caller's: restore() tells an older file apart.)
+const char* header_mismatch(const Header& h, const KvShape& shape, uint64_t key, size_t end,
+                            std::span<const uint64_t> keys) {
+  if (std::string_view(h.fingerprint, sizeof h.fingerprint) != shape.fingerprint ||
+      (h.kv_type != kv_type_of(shape) &&
+       (shape.state_bytes == 0 || h.kv_type != kv_type_of(shape, true))) ||
+      h.n_layer != shape.n_layer || h.row_width != shape.row_width) {
+    return "made for another model or KV layout";
+  }
+  if (h.key != key || h.end != end || h.begin >= h.end || h.parent != keys[h.begin]) {
+    return "its tokens are not the ones its name says";
+  }
+  return nullptr;
+}
+
+// Whether a prefix whose last segment is `last` may be restored where the
+// model has recurrent layers (state_bytes > 0): their state is whole or
+// nothing, so the segment must hold a snapshot, and where the prefix is the
+// whole prompt, the logits after it (evaluating the last token again would
+// run the state one token too far; a shorter prefix is evaluated instead).
+bool state_allows(const Header& last, size_t state_bytes, bool whole_prompt, bool has_logits) {
+  return state_bytes == 0 || (last.kv_type == kKvF16WithState && !(whole_prompt && !has_logits));
+}
+
 }  // namespace
 
 PrefixCache::PrefixCache(fs::path dir, KvShape shape, uint64_t max_bytes)
@@ -236,12 +280,7 @@ size_t PrefixCache::restore(std::span<const int32_t> tokens, engine::KvCache& ca
   if (logits != nullptr) logits->clear();
   if (tokens.empty()) return 0;
   const size_t logits_bytes = size_t{shape_.n_vocab} * sizeof(float);
-  std::unordered_set<uint64_t> present;
-  std::error_code ec;
-  for (fs::directory_iterator it(model_dir(), ec), end; !ec && it != end; it.increment(ec)) {
-    uint64_t key = 0;
-    if (parse_key_name(it->path().filename().string(), key)) present.insert(key);
-  }
+  std::unordered_set<uint64_t> present = segment_keys(model_dir());
   if (present.empty()) return 0;
   const std::vector<uint64_t> keys = prefix_keys(shape_, tokens);
   const size_t position_bytes = cache.position_bytes();
@@ -312,20 +351,12 @@ size_t PrefixCache::restore(std::span<const int32_t> tokens, engine::KvCache& ca
       }
       return std::nullopt;
     }
-    if (std::string_view(h.fingerprint, sizeof h.fingerprint) != shape_.fingerprint ||
-        (h.kv_type != kv_type_of(shape_) &&
-         (state_bytes == 0 || h.kv_type != kv_type_of(shape_, true))) ||
-        h.n_layer != shape_.n_layer || h.row_width != shape_.row_width) {
-      discard(key, "made for another model or KV layout");
-      return std::nullopt;
-    }
-    if (h.key != key || h.end != end || h.begin >= h.end || h.parent != keys[h.begin]) {
-      discard(key, "its tokens are not the ones its name says");
+    if (const char* why = header_mismatch(h, shape_, key, end, keys)) {
+      discard(key, why);
       return std::nullopt;
     }
     const size_t n = h.end - h.begin;
-    const size_t plain = sizeof(Header) + n * (sizeof(int32_t) + position_bytes) +
-                         (h.kv_type == kKvF16WithState ? state_bytes : 0);
+    const size_t plain = rows_size(h, position_bytes, state_bytes);
     if (bytes->size() != plain && (logits_bytes == 0 || bytes->size() != plain + logits_bytes)) {
       discard(key, "truncated or padded");
       return std::nullopt;
@@ -356,19 +387,12 @@ size_t PrefixCache::restore(std::span<const int32_t> tokens, engine::KvCache& ca
       if (!s) break;
       at = s->header.begin;
       chain.push_back(std::move(*s));
-      // A recurrent state is whole or nothing: a hybrid model's prefix
-      // ends only where a segment kept a snapshot, and only where the next
-      // token has logits to come from (the last token again would run the
-      // state one token too far; a shorter prefix is evaluated instead).
       const Segment& first = chain.front();
-      const size_t first_rows =
-          sizeof(Header) +
-          (first.header.end - first.header.begin) * (sizeof(int32_t) + position_bytes) +
-          (first.header.kv_type == kKvF16WithState ? state_bytes : 0);
-      const bool has_logits = logits_bytes > 0 && first.bytes.size() == first_rows + logits_bytes;
-      if (state_bytes != 0 && chain.size() == 1 &&
-          (first.header.kv_type != kKvF16WithState ||
-           (end == tokens.size() && (logits == nullptr || !has_logits)))) {
+      const bool has_logits =
+          logits_bytes > 0 &&
+          first.bytes.size() == rows_size(first.header, position_bytes, state_bytes) + logits_bytes;
+      if (chain.size() == 1 && !state_allows(first.header, state_bytes, end == tokens.size(),
+                                             logits != nullptr && has_logits)) {
         stateless = true;
         break;
       }
@@ -381,7 +405,7 @@ size_t PrefixCache::restore(std::span<const int32_t> tokens, engine::KvCache& ca
     const Segment& last = chain.front();
     const size_t last_n = last.header.end - last.header.begin;
     const size_t rows_end = sizeof(Header) + last_n * (sizeof(int32_t) + position_bytes);
-    const size_t plain = rows_end + (last.header.kv_type == kKvF16WithState ? state_bytes : 0);
+    const size_t plain = rows_size(last.header, position_bytes, state_bytes);
     if (logits != nullptr && logits_bytes > 0 && last.bytes.size() == plain + logits_bytes) {
       logits->resize(shape_.n_vocab);
       std::memcpy(logits->data(), last.bytes.data() + plain, logits_bytes);
@@ -406,12 +430,7 @@ size_t PrefixCache::restore(std::span<const int32_t> tokens, engine::KvCache& ca
 PrefixCache::Found PrefixCache::find(std::span<const int32_t> tokens) const {
   Found found;
   if (tokens.empty()) return found;
-  std::unordered_set<uint64_t> present;
-  std::error_code ec;
-  for (fs::directory_iterator it(model_dir(), ec), end; !ec && it != end; it.increment(ec)) {
-    uint64_t key = 0;
-    if (parse_key_name(it->path().filename().string(), key)) present.insert(key);
-  }
+  std::unordered_set<uint64_t> present = segment_keys(model_dir());
   if (present.empty()) return found;
   const std::vector<uint64_t> keys = prefix_keys(shape_, tokens);
   // KvCache::position_bytes() of the shape's rows (restore() asks the
@@ -454,16 +473,11 @@ PrefixCache::Found PrefixCache::find(std::span<const int32_t> tokens) const {
     Header& h = out.header;
     if (size < sizeof h || !read_at(&h, sizeof h, 0)) return refuse();
     if (std::memcmp(h.magic, kMagic, sizeof kMagic) != 0 || h.version != kFormatVersion ||
-        std::string_view(h.fingerprint, sizeof h.fingerprint) != shape_.fingerprint ||
-        (h.kv_type != kv_type_of(shape_) &&
-         (state_bytes == 0 || h.kv_type != kv_type_of(shape_, true))) ||
-        h.n_layer != shape_.n_layer || h.row_width != shape_.row_width || h.key != key ||
-        h.end != end || h.begin >= h.end || h.parent != keys[h.begin]) {
+        header_mismatch(h, shape_, key, end, keys) != nullptr) {
       return refuse();
     }
     const size_t n = h.end - h.begin;
-    const size_t plain = sizeof(Header) + n * (sizeof(int32_t) + position_bytes) +
-                         (h.kv_type == kKvF16WithState ? state_bytes : 0);
+    const size_t plain = rows_size(h, position_bytes, state_bytes);
     out.logits = logits_bytes > 0 && size == plain + logits_bytes;
     if (size != plain && !out.logits) return refuse();
     std::vector<int32_t> ids(n);
@@ -487,8 +501,7 @@ PrefixCache::Found PrefixCache::find(std::span<const int32_t> tokens) const {
       at = h->header.begin;
       if (!last) {
         last = h;
-        if (state_bytes != 0 &&
-            (last->header.kv_type != kKvF16WithState || (end == tokens.size() && !last->logits))) {
+        if (!state_allows(last->header, state_bytes, end == tokens.size(), last->logits)) {
           stateless = true;
           break;
         }
