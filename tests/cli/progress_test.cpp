@@ -25,8 +25,6 @@
 #include "support/run_quip.h"
 #include "support/shared.h"
 
-extern char** environ;
-
 namespace quip::cli {
 namespace {
 
@@ -60,17 +58,7 @@ PtyRun run_on_pty(const std::vector<std::string>& args,
   std::vector<char*> argv;
   for (std::string& s : argv_strings) argv.push_back(s.data());
   argv.push_back(nullptr);
-  std::vector<std::string> env_strings;
-  for (char** e = environ; *e != nullptr; ++e) {
-    const std::string entry = *e;
-    const std::string name = entry.substr(0, entry.find('='));
-    bool replaced = false;
-    for (const auto& [n, v] : env) replaced = replaced || n == name;
-    if (!replaced) env_strings.push_back(entry);
-  }
-  for (const auto& [n, v] : env) {
-    if (!v.empty()) env_strings.push_back(n + "=" + v);
-  }
+  std::vector<std::string> env_strings = testing::environment_with(env);
   std::vector<char*> envp;
   for (std::string& s : env_strings) envp.push_back(s.data());
   envp.push_back(nullptr);

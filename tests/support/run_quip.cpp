@@ -21,9 +21,6 @@ extern char** environ;
 
 namespace quip::testing {
 
-namespace {
-
-// This process's environment with `changes` applied, as "NAME=value" strings.
 std::vector<std::string> environment_with(
     const std::vector<std::pair<std::string, std::string>>& changes) {
   std::vector<std::string> env;
@@ -39,8 +36,6 @@ std::vector<std::string> environment_with(
   }
   return env;
 }
-
-}  // namespace
 
 TempDir::TempDir() {
   static std::atomic<int> counter{0};

@@ -55,6 +55,11 @@ struct RunOptions {
 // Runs QUIP_BINARY with `args`; a start failure is a test failure.
 RunResult run_quip(const std::vector<std::string>& args, const RunOptions& options = {});
 
+// This process's environment with `changes` applied, as "NAME=value"
+// strings: a variable changed to an empty value is removed.
+std::vector<std::string> environment_with(
+    const std::vector<std::pair<std::string, std::string>>& changes);
+
 // Runs command[0] (a path) with the arguments that follow, as run_quip does.
 RunResult run_command(const std::vector<std::string>& command, const RunOptions& options = {});
 
