@@ -305,8 +305,8 @@ std::variant<std::shared_ptr<const grammar::Grammar>, Failure> output_grammar(co
   return *compiled;
 }
 
-nlohmann::json json_result(const session::Request& request, const session::Prompt& prompt,
-                           const session::Answer& a) {
+nlohmann::json json_result(const session::Request& request,
+                           const std::vector<int32_t>& prompt_tokens, const session::Answer& a) {
   nlohmann::json j;
   j["conversation"] = a.recorded ? nlohmann::json(a.recorded->conversation) : nlohmann::json();
   j["turn"] = a.recorded ? nlohmann::json(a.recorded->turn) : nlohmann::json();
@@ -316,7 +316,7 @@ nlohmann::json json_result(const session::Request& request, const session::Promp
   j["text"] = escape_invalid_utf8(a.text);
   j["reasoning"] = escape_invalid_utf8(a.reasoning);
   j["tokens"] = a.tokens;
-  j["prompt_tokens"] = prompt.tokens;
+  j["prompt_tokens"] = prompt_tokens;
   j["usage"] = {{"prompt_tokens", a.usage.prompt_tokens},
                 {"cached_tokens", a.usage.cached_tokens},
                 {"evaluated_tokens", a.usage.evaluated_tokens},
@@ -335,6 +335,151 @@ nlohmann::json json_result(const session::Request& request, const session::Promp
   }
   j["timings"] = session::timings_json(a);
   return j;
+}
+
+// Produces the answer with the callbacks given: in this process, through a
+// running `quip serve`, or from a remote backend.
+using Runner = std::function<session::Outcome<session::Answer>(const session::Callbacks&)>;
+
+// Streams the answer that `run` produces as the call's options say (the
+// text on stdout, reasoning and progress on a terminal's stderr, or one JSON
+// object), reports what went wrong, and returns the call's exit status.
+// `prompt_tokens`: the prompt's ids for --json (a runner may fill them).
+int answer_call(const Flags& f, const session::Request& request,
+                const std::vector<int32_t>& prompt_tokens, const Runner& run, std::ostream& out,
+                std::ostream& err) {
+  const auto fail = [&](const Failure& failure) {
+    print_error(err, "quip", failure.message);
+    return failure.status;
+  };
+  catch_stop_signals();
+  // stdout failing: EPIPE means the reader went away (end quietly); anything
+  // else (a full disk) is an error.
+  bool reader_gone = false;
+  int write_errno = 0;
+  session::Callbacks callbacks;
+  // --think=show: the reasoning on stderr, where a person reads it, and a
+  // line break before the answer.
+  const bool show_reasoning = request.think == chat::ThinkMode::Show && !f.json &&
+                              &err == &std::cerr && isatty(STDERR_FILENO) != 0;
+  bool reasoning_open = false;
+  // A long prompt's progress, on stderr where a person waits for it; erased
+  // before anything else is written there.
+  std::optional<PromptProgress> progress;
+  if (!f.json && &err == &std::cerr && isatty(STDERR_FILENO) != 0) {
+    progress.emplace(err, PromptProgress::from_environment());
+    callbacks.on_prompt_progress = [&](size_t done, size_t total, size_t cached) {
+      progress->update(done, total, cached);
+    };
+  }
+  if (show_reasoning) {
+    callbacks.on_reasoning = [&](std::string_view piece) {
+      if (progress) progress->clear();
+      err << piece << std::flush;
+      reasoning_open = true;
+    };
+  }
+  // A constrained answer goes to a pipe or file only once it is whole, so
+  // that a script never reads a cut-short one; a terminal sees it come.
+  const bool hold_answer = request.grammar && !(&out == &std::cout && isatty(STDOUT_FILENO) != 0);
+  callbacks.on_token = [&](int32_t, std::string_view piece) {
+    if (progress) progress->clear();
+    if (reasoning_open && !piece.empty()) {
+      err << "\n" << std::flush;
+      reasoning_open = false;
+    }
+    if (!f.json && !hold_answer && !piece.empty() && !reader_gone) {
+      out << piece << std::flush;
+      if (!out) {
+        reader_gone = true;
+        write_errno = errno;
+      }
+    }
+    return !reader_gone;
+  };
+  // A stop signal is heard between prompt batches too.
+  callbacks.keep_going = [] { return g_stop_signal == 0; };
+  auto generated = run(callbacks);
+  if (progress) progress->clear();
+  if (!generated) return fail(from(generated.failure()));
+  const session::Answer& answer = *generated;
+  // --choice: the choice on a line of its own, wherever it goes.
+  const bool choice_line = f.choice && !f.json && answer.valid == true;
+  if (hold_answer && !f.json && answer.valid == true) {
+    out << answer.text << (choice_line ? "\n" : "") << std::flush;
+    if (!out) {
+      reader_gone = true;
+      write_errno = errno;
+    }
+  }
+  // On a terminal, the shell's prompt starts on a line of its own (a pipe
+  // or $(...) gets the answer as it is).
+  const bool open_line = !f.json && !answer.text.empty() && answer.text.back() != '\n' &&
+                         !(choice_line && hold_answer);
+  if (open_line && !reader_gone && &out == &std::cout && isatty(STDOUT_FILENO) != 0) {
+    out << '\n' << std::flush;
+  } else if (open_line && &out == &std::cout && &err == &std::cerr && same_file(1, 2)) {
+    // stdout and stderr go to one file or pipe (2>&1): what quip says next
+    // starts on a line of its own, through stderr, so stdout stays the answer.
+    out << std::flush;
+    err << '\n';
+  }
+  for (const std::string& w : answer.warnings) print_warning(err, "quip", w);
+  if (!f.json && answer.text.empty() && !answer.reasoning.empty() &&
+      request.think == chat::ThinkMode::Hide) {
+    print_warning(
+        err, "quip",
+        std::string("the answer ended inside the model's reasoning (stop: ") +
+            session::stop_name(answer.stop) +
+            "); --think=show prints the reasoning, --think=inline keeps it in the answer");
+  }
+  if (reader_gone) {
+    // main() reports the failed output from this errno (and keeps quiet
+    // about EPIPE: the reader went away).
+    errno = write_errno;
+    return write_errno == EPIPE ? kExitOk : kExitFailure;
+  }
+
+  if (answer.branched && answer.recorded) {
+    err << "quip: note: conversation " << answer.forked_from->first
+        << " moved on while this call ran; its turn is recorded as conversation "
+        << answer.recorded->conversation << ", a branch after turn " << answer.forked_from->second
+        << '\n';
+  }
+  if (f.json) out << json_result(request, prompt_tokens, answer).dump() << '\n';
+  if (answer.valid == false && !answer.interrupted) {
+    std::string why = answer.stop == engine::StopReason::Length
+                          ? "reached -n " + std::to_string(request.n_predict)
+                      : answer.stop == engine::StopReason::Context
+                          ? "filled the context (" +
+                                std::to_string(answer.usage.prompt_tokens + answer.tokens.size()) +
+                                " tokens)"
+                          : "could not be continued by any token of the vocabulary";
+    print_error(err, "quip",
+                "the constrained answer " + why + " before it was complete" +
+                    (hold_answer && !f.json ? "; nothing was printed" : ""));
+    return kExitFailure;
+  }
+  if (f.stats) {
+    const auto& u = answer.usage;
+    const auto& t = answer.timings;
+    err << "quip: conversation "
+        << (answer.recorded ? std::to_string(answer.recorded->conversation) + " turn " +
+                                  std::to_string(answer.recorded->turn)
+                            : std::string("(not recorded)"))
+        << ", prompt " << u.prompt_tokens << " tokens (" << u.cached_tokens << " cached, "
+        << u.evaluated_tokens << " evaluated in " << std::lround(t.prompt_ms) << " ms), "
+        << u.generated_tokens << " generated in " << std::lround(t.generation_ms) << " ms, load "
+        << std::lround(t.load_ms) << " ms\n";
+  }
+  // 128 + the signal, as a shell reports a command the signal ended.
+  const int interrupted_status =
+      g_stop_signal != 0 ? kExitSignal + static_cast<int>(g_stop_signal) : kExitInterrupted;
+  if (!answer.store_error.empty()) {
+    print_error(err, "quip", "the answer was not recorded: " + answer.store_error);
+    if (!answer.interrupted) return kExitFailure;
+  }
+  return answer.interrupted ? interrupted_status : kExitOk;
 }
 
 }  // namespace
@@ -514,134 +659,13 @@ int generate_main(const std::vector<std::string>& args, std::ostream& out, std::
     return kExitOk;
   }
 
-  catch_stop_signals();
-  // stdout failing: EPIPE means the reader went away (end quietly); anything
-  // else (a full disk) is an error.
-  bool reader_gone = false;
-  int write_errno = 0;
-  session::Callbacks callbacks;
-  // --think=show: the reasoning on stderr, where a person reads it, and a
-  // line break before the answer.
-  const bool show_reasoning = request.think == chat::ThinkMode::Show && !f.json &&
-                              &err == &std::cerr && isatty(STDERR_FILENO) != 0;
-  bool reasoning_open = false;
-  // A long prompt's progress, on stderr where a person waits for it; erased
-  // before anything else is written there.
-  std::optional<PromptProgress> progress;
-  if (!f.json && &err == &std::cerr && isatty(STDERR_FILENO) != 0) {
-    progress.emplace(err, PromptProgress::from_environment());
-    callbacks.on_prompt_progress = [&](size_t done, size_t total, size_t cached) {
-      progress->update(done, total, cached);
-    };
-  }
-  if (show_reasoning) {
-    callbacks.on_reasoning = [&](std::string_view piece) {
-      if (progress) progress->clear();
-      err << piece << std::flush;
-      reasoning_open = true;
-    };
-  }
-  // A constrained answer goes to a pipe or file only once it is whole, so
-  // that a script never reads a cut-short one; a terminal sees it come.
-  const bool hold_answer = request.grammar && !(&out == &std::cout && isatty(STDOUT_FILENO) != 0);
-  callbacks.on_token = [&](int32_t, std::string_view piece) {
-    if (progress) progress->clear();
-    if (reasoning_open && !piece.empty()) {
-      err << "\n" << std::flush;
-      reasoning_open = false;
-    }
-    if (!f.json && !hold_answer && !piece.empty() && !reader_gone) {
-      out << piece << std::flush;
-      if (!out) {
-        reader_gone = true;
-        write_errno = errno;
-      }
-    }
-    return !reader_gone;
-  };
-  // A stop signal is heard between prompt batches too.
-  callbacks.keep_going = [] { return g_stop_signal == 0; };
-  auto generated = session::generate(*loaded, request, prompt, callbacks);
-  if (progress) progress->clear();
-  if (!generated) return fail(from(generated.failure()));
-  const session::Answer& answer = *generated;
-  // --choice: the choice on a line of its own, wherever it goes.
-  const bool choice_line = f.choice && !f.json && answer.valid == true;
-  if (hold_answer && !f.json && answer.valid == true) {
-    out << answer.text << (choice_line ? "\n" : "") << std::flush;
-    if (!out) {
-      reader_gone = true;
-      write_errno = errno;
-    }
-  }
-  // On a terminal, the shell's prompt starts on a line of its own (a pipe
-  // or $(...) gets the answer as it is).
-  const bool open_line = !f.json && !answer.text.empty() && answer.text.back() != '\n' &&
-                         !(choice_line && hold_answer);
-  if (open_line && !reader_gone && &out == &std::cout && isatty(STDOUT_FILENO) != 0) {
-    out << '\n' << std::flush;
-  } else if (open_line && &out == &std::cout && &err == &std::cerr && same_file(1, 2)) {
-    // stdout and stderr go to one file or pipe (2>&1): what quip says next
-    // starts on a line of its own, through stderr, so stdout stays the answer.
-    out << std::flush;
-    err << '\n';
-  }
-  for (const std::string& w : answer.warnings) print_warning(err, "quip", w);
-  if (!f.json && answer.text.empty() && !answer.reasoning.empty() &&
-      request.think == chat::ThinkMode::Hide) {
-    print_warning(
-        err, "quip",
-        std::string("the answer ended inside the model's reasoning (stop: ") +
-            session::stop_name(answer.stop) +
-            "); --think=show prints the reasoning, --think=inline keeps it in the answer");
-  }
-  if (reader_gone) {
-    // main() reports the failed output from this errno (and keeps quiet
-    // about EPIPE: the reader went away).
-    errno = write_errno;
-    return write_errno == EPIPE ? kExitOk : kExitFailure;
-  }
-
-  if (answer.branched && answer.recorded) {
-    err << "quip: note: conversation " << answer.forked_from->first
-        << " moved on while this call ran; its turn is recorded as conversation "
-        << answer.recorded->conversation << ", a branch after turn " << answer.forked_from->second
-        << '\n';
-  }
-  if (f.json) out << json_result(request, prompt, answer).dump() << '\n';
-  if (answer.valid == false && !answer.interrupted) {
-    std::string why = answer.stop == engine::StopReason::Length
-                          ? "reached -n " + std::to_string(request.n_predict)
-                      : answer.stop == engine::StopReason::Context
-                          ? "filled the context (" +
-                                std::to_string(prompt.tokens.size() + answer.tokens.size()) +
-                                " tokens)"
-                          : "could not be continued by any token of the vocabulary";
-    print_error(err, "quip",
-                "the constrained answer " + why + " before it was complete" +
-                    (hold_answer && !f.json ? "; nothing was printed" : ""));
-    return kExitFailure;
-  }
-  if (f.stats) {
-    const auto& u = answer.usage;
-    const auto& t = answer.timings;
-    err << "quip: conversation "
-        << (answer.recorded ? std::to_string(answer.recorded->conversation) + " turn " +
-                                  std::to_string(answer.recorded->turn)
-                            : std::string("(not recorded)"))
-        << ", prompt " << u.prompt_tokens << " tokens (" << u.cached_tokens << " cached, "
-        << u.evaluated_tokens << " evaluated in " << std::lround(t.prompt_ms) << " ms), "
-        << u.generated_tokens << " generated in " << std::lround(t.generation_ms) << " ms, load "
-        << std::lround(t.load_ms) << " ms\n";
-  }
-  // 128 + the signal, as a shell reports a command the signal ended.
-  const int interrupted_status =
-      g_stop_signal != 0 ? kExitSignal + static_cast<int>(g_stop_signal) : kExitInterrupted;
-  if (!answer.store_error.empty()) {
-    print_error(err, "quip", "the answer was not recorded: " + answer.store_error);
-    if (!answer.interrupted) return kExitFailure;
-  }
-  return answer.interrupted ? interrupted_status : kExitOk;
+  std::vector<int32_t> prompt_tokens = prompt.tokens;
+  return answer_call(
+      f, request, prompt_tokens,
+      [&](const session::Callbacks& callbacks) {
+        return session::generate(*loaded, request, prompt, callbacks);
+      },
+      out, err);
 }
 
 }  // namespace quip::cli
