@@ -11,6 +11,8 @@ packages=(
   libpcre2-dev                        # pre-tokenizer regexes (with JIT)
   libxxhash-dev                       # vocabulary hash tables
   libsqlite3-dev                      # conversation store
+  libcpp-httplib-dev                  # quip serve and the shell attaching to it
+  curl                                # the server tests drive it with curl
   libtomlplusplus-dev                 # config.toml
   python3-jsonschema                  # checks the JSON Schema corpus's labels (tests/grammar)
 )

@@ -8,6 +8,7 @@
 #include <charconv>
 #include <cmath>
 #include <csignal>
+#include <cstdlib>
 #include <iostream>
 #include <limits>
 #include <map>
@@ -31,11 +32,18 @@
 #include "grammar/json_schema.h"
 #include "kernels/thread_pool.h"
 #include "session/estimate.h"
+#include "serve/attach.h"
 #include "session/session.h"
 
 namespace quip::cli {
 
 namespace {
+
+// Whether an environment variable is set to something other than "" or "0".
+bool env_set(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0' && std::string_view(v) != "0";
+}
 
 // Whether two descriptors are one open file, pipe or terminal.
 bool same_file(int a, int b) {
@@ -124,7 +132,7 @@ struct Flags {
   std::optional<std::string> model, config, cid, file, template_file, tokens;
   std::vector<std::string> words;
   bool raw = false, resume = false, print_prompt = false, ignore_eos = false, json = false,
-       stats = false, no_cache = false, estimate = false;
+       stats = false, no_cache = false, estimate = false, local = false;
   std::optional<std::string> cache_max_size;
   Settings settings;
   // The numeric settings as typed, by flag ("--temp"): read by
@@ -188,6 +196,8 @@ void add_options(CLI::App& app, Flags& f) {
                  "the answer is exactly one of these comma-separated strings, and a newline");
   app.add_flag("--json", f.json, "print one JSON object instead of the text");
   app.add_flag("--stats", f.stats, "print token counts and timings as one line on stderr");
+  app.add_flag("--local", f.local,
+               "answer in this process even when a quip server is running (as QUIP_NO_SERVE=1)");
   app.add_flag("--no-cache", f.no_cache, "neither restore nor save evaluated prefixes");
   app.add_option("--cache-max-size", f.cache_max_size,
                  "the prefix cache's size limit, e.g. 4GiB (default: config, else 4GiB)");
@@ -244,11 +254,17 @@ std::variant<engine::SamplerSettings, Failure> sampler_settings(const Settings& 
   return out;
 }
 
-// The grammar of --grammar, --json-schema or --choice (none: free text).
+// The grammar of --grammar, --json-schema or --choice, compiled and as its
+// GBNF text (which an attached call sends to the server).
+struct OutputGrammar {
+  std::shared_ptr<const grammar::Grammar> grammar;  // null: free text
+  std::string gbnf;
+};
+
 // What cannot be compiled is a usage error that names the place.
-std::variant<std::shared_ptr<const grammar::Grammar>, Failure> output_grammar(const Flags& f) {
+std::variant<OutputGrammar, Failure> output_grammar(const Flags& f) {
   const int given = (f.grammar_file ? 1 : 0) + (f.json_schema ? 1 : 0) + (f.choice ? 1 : 0);
-  if (given == 0) return std::shared_ptr<const grammar::Grammar>();
+  if (given == 0) return OutputGrammar{};
   if (given > 1) return Failure{kExitUsage, "give one of --grammar, --json-schema, --choice"};
   std::string gbnf, what;
   if (f.grammar_file) {
@@ -302,11 +318,12 @@ std::variant<std::shared_ptr<const grammar::Grammar>, Failure> output_grammar(co
   }
   auto compiled = grammar::compile_gbnf(gbnf);
   if (!compiled) return Failure{kExitUsage, what + ": " + compiled.error().message};
-  return *compiled;
+  return OutputGrammar{*compiled, std::move(gbnf)};
 }
 
 nlohmann::json json_result(const session::Request& request,
-                           const std::vector<int32_t>& prompt_tokens, const session::Answer& a) {
+                           const std::vector<int32_t>& prompt_tokens, const std::string& engine,
+                           const session::Answer& a) {
   nlohmann::json j;
   j["conversation"] = a.recorded ? nlohmann::json(a.recorded->conversation) : nlohmann::json();
   j["turn"] = a.recorded ? nlohmann::json(a.recorded->turn) : nlohmann::json();
@@ -334,6 +351,7 @@ nlohmann::json json_result(const session::Request& request,
     j["steps"] = steps;
   }
   j["timings"] = session::timings_json(a);
+  j["engine"] = engine;
   return j;
 }
 
@@ -345,9 +363,10 @@ using Runner = std::function<session::Outcome<session::Answer>(const session::Ca
 // text on stdout, reasoning and progress on a terminal's stderr, or one JSON
 // object), reports what went wrong, and returns the call's exit status.
 // `prompt_tokens`: the prompt's ids for --json (a runner may fill them).
+// `engine`: which engine answered ("local" or "serve"; a runner may set it).
 int answer_call(const Flags& f, const session::Request& request,
-                const std::vector<int32_t>& prompt_tokens, const Runner& run, std::ostream& out,
-                std::ostream& err) {
+                const std::vector<int32_t>& prompt_tokens, const std::string& engine,
+                const Runner& run, std::ostream& out, std::ostream& err) {
   const auto fail = [&](const Failure& failure) {
     print_error(err, "quip", failure.message);
     return failure.status;
@@ -446,7 +465,7 @@ int answer_call(const Flags& f, const session::Request& request,
         << answer.recorded->conversation << ", a branch after turn " << answer.forked_from->second
         << '\n';
   }
-  if (f.json) out << json_result(request, prompt_tokens, answer).dump() << '\n';
+  if (f.json) out << json_result(request, prompt_tokens, engine, answer).dump() << '\n';
   if (answer.valid == false && !answer.interrupted) {
     std::string why = answer.stop == engine::StopReason::Length
                           ? "reached -n " + std::to_string(request.n_predict)
@@ -543,7 +562,8 @@ int generate_main(const std::vector<std::string>& args, std::ostream& out, std::
   }
   auto constrained = output_grammar(f);
   if (auto* failure = std::get_if<Failure>(&constrained)) return fail(*failure);
-  request.grammar = std::get<std::shared_ptr<const grammar::Grammar>>(constrained);
+  const OutputGrammar& output = std::get<OutputGrammar>(constrained);
+  request.grammar = output.grammar;
   std::optional<std::vector<int64_t>> token_ids;
   if (f.tokens) {
     auto ids = parse_ids(*f.tokens);
@@ -586,13 +606,9 @@ int generate_main(const std::vector<std::string>& args, std::ostream& out, std::
     if (parts.empty()) return fail({kExitUsage, "no prompt: give PROMPT words, -f FILE or stdin"});
   }
 
-  auto loaded = session::load_model(model.path.string());
-  if (!loaded) return fail({kExitBadData, loaded.error().message});
-  for (const std::string& w : loaded->tokenizer.vocab().warnings()) {
-    print_warning(err, "quip", w);
-  }
   auto isa = kernels::chosen_isa();
   if (!isa) return fail({kExitUsage, isa.error().message});
+
 
   request.model_path = model.path;
   request.raw = f.raw;
@@ -623,20 +639,6 @@ int generate_main(const std::vector<std::string>& args, std::ostream& out, std::
   // A constrained answer is the grammar's from its first token: a thinking
   // model is asked not to think (the grammar would forbid its <think>).
   if (request.grammar) request.think = chat::ThinkMode::Off;
-  auto built = session::build_prompt(*loaded, request);
-  if (!built) return fail(from(built.failure()));
-  const session::Prompt& prompt = *built;
-
-  if (f.print_prompt) {
-    if (f.json) {
-      out << nlohmann::json{{"text", escape_invalid_utf8(prompt.text)}, {"tokens", prompt.tokens}}
-                 .dump()
-          << '\n';
-    } else {
-      out << prompt.text;
-    }
-    return kExitOk;
-  }
 
   request.n_ctx = s.ctx_size && *s.ctx_size > 0 ? static_cast<size_t>(*s.ctx_size) : 0;
   request.cache_max_bytes = config->cache_max_size.value_or(store::kDefaultCacheBytes);
@@ -652,18 +654,66 @@ int generate_main(const std::vector<std::string>& args, std::ostream& out, std::
   request.logprobs = f.json ? f.logprobs : 0;
   request.no_cache = f.no_cache;
   request.cache_dir = cache_dir();
-  if (f.estimate) {
-    auto estimated = session::estimate(*loaded, request, prompt);
-    if (!estimated) return fail(from(estimated.failure()));
-    print_estimate(*estimated, request.n_predict, f.json, out, err);
-    return kExitOk;
+
+  // The model, loaded here, and the call's prompt on it.
+  std::optional<session::LoadedModel> loaded;
+  std::optional<session::Prompt> prompt;
+  const auto load = [&]() -> std::optional<session::Failure> {
+    auto l = session::load_model(model.path.string());
+    if (!l) return session::Failure{FailureKind::BadData, l.error().message};
+    loaded.emplace(std::move(*l));
+    for (const std::string& w : loaded->tokenizer.vocab().warnings()) {
+      print_warning(err, "quip", w);
+    }
+    auto built = session::build_prompt(*loaded, request);
+    if (!built) return built.failure();
+    prompt = std::move(*built);
+    return std::nullopt;
+  };
+  if (f.print_prompt || f.estimate) {
+    if (auto failure = load()) return fail(from(*failure));
+    if (f.print_prompt) {
+      if (f.json) {
+        out << nlohmann::json{{"text", escape_invalid_utf8(prompt->text)}, {"tokens", prompt->tokens}}
+                   .dump()
+            << '\n';
+      } else {
+        out << prompt->text;
+      }
+      return kExitOk;
+    }
+    if (f.estimate) {
+      auto estimated = session::estimate(*loaded, request, *prompt);
+      if (!estimated) return fail(from(estimated.failure()));
+      print_estimate(*estimated, request.n_predict, f.json, out, err);
+      return kExitOk;
+    }
+
   }
 
-  std::vector<int32_t> prompt_tokens = prompt.tokens;
+  // The answer: from a running `quip serve` of this user where there is one
+  // (the same call, the same record), else computed here.
+  std::vector<int32_t> prompt_tokens;
+  std::string engine = "local";
+  const auto run_here =
+      [&](const session::Callbacks& callbacks) -> session::Outcome<session::Answer> {
+    if (auto failure = load()) return *failure;
+    prompt_tokens = prompt->tokens;
+    return session::generate(*loaded, request, *prompt, callbacks);
+  };
+  std::optional<fs::path> socket;
+  if (!f.local && !env_set("QUIP_NO_SERVE")) socket = serve::default_socket_path();
   return answer_call(
-      f, request, prompt_tokens,
-      [&](const session::Callbacks& callbacks) {
-        return session::generate(*loaded, request, prompt, callbacks);
+      f, request, prompt_tokens, engine,
+      [&](const session::Callbacks& callbacks) -> session::Outcome<session::Answer> {
+        if (socket) {
+          if (auto attached = serve::attached_generate(*socket, request, output.gbnf, callbacks,
+                                                       prompt_tokens)) {
+            engine = "serve";
+            return std::move(*attached);
+          }
+        }
+        return run_here(callbacks);
       },
       out, err);
 }

@@ -20,6 +20,7 @@
 #include "cli/generate.h"
 #include "cli/inspect.h"
 #include "cli/report.h"
+#include "cli/serve_cmd.h"
 #include "cli/template_cmd.h"
 #include "cli/tokenize.h"
 #include "kernels/dot.h"
@@ -45,7 +46,10 @@ constexpr Subcommand kSubcommands[] = {
      quip::cli::export_main},
     {"inspect", "show what a GGUF model file holds (--json, --tensors)", quip::cli::inspect_main},
     {"log", "list the most recent conversations (-n N, --json)", quip::cli::log_main},
+    {"ps", "list the models a running quip server holds (--json)", quip::cli::ps_main},
     {"rm", "delete a conversation", quip::cli::rm_main},
+    {"serve", "keep models loaded; answer the shell and OpenAI/Ollama clients (--port)",
+     quip::cli::serve_main},
     {"show", "show a conversation's turns (--json)", quip::cli::show_main},
     {"template", "render messages with a chat template (-m, --template)", quip::cli::template_main},
     {"tokenize", "print the tokens of a text (--ids, --no-bos, --parse-special)",
