@@ -350,39 +350,48 @@ json openai_error(const ApiError& e) {
   return {{"error", {{"message", e.message}, {"type", type}, {"code", e.status}}}};
 }
 
-StopMatcher::StopMatcher(std::vector<std::string> stops) : stops_(std::move(stops)) {
-  for (const std::string& s : stops_) longest_ = std::max(longest_, s.size());
-}
+StopMatcher::StopMatcher(std::vector<std::string> stops) : stops_(std::move(stops)) {}
 
 std::string StopMatcher::push(std::string_view piece) {
   if (stopped_) return {};
   held_ += piece;
-  if (stops_.empty()) return std::exchange(held_, {});
-  // The earliest stop string wins; what comes before it goes out.
+  // The earliest complete stop string, and the earliest place where one
+  // may still complete (a tail of the text that begins some stop string):
+  // the text stops at the former only when nothing before it is pending.
   size_t first = std::string::npos;
   for (const std::string& s : stops_) first = std::min(first, held_.find(s));
-  if (first != std::string::npos) {
+  size_t pending = held_.size();
+  for (const std::string& s : stops_) {
+    for (size_t q = held_.size() - std::min(held_.size(), s.size() - 1); q < pending; ++q) {
+      if (held_.compare(q, std::string::npos, s, 0, held_.size() - q) == 0) {
+        pending = q;
+        break;
+      }
+    }
+  }
+  if (first != std::string::npos && first <= pending) {
     stopped_ = true;
     std::string out = held_.substr(0, first);
     held_.clear();
     return out;
   }
-  // Keep the longest tail that is a proper prefix of some stop string.
-  size_t keep = 0;
-  for (const std::string& s : stops_) {
-    for (size_t n = std::min(s.size() - 1, held_.size()); n > keep; --n) {
-      if (held_.compare(held_.size() - n, n, s, 0, n) == 0) {
-        keep = n;
-        break;
-      }
-    }
-  }
-  std::string out = held_.substr(0, held_.size() - keep);
-  held_.erase(0, held_.size() - keep);
+  const size_t safe = std::min(pending, first);
+  std::string out = held_.substr(0, safe);
+  held_.erase(0, safe);
   return out;
 }
 
-std::string StopMatcher::flush() { return stopped_ ? std::string() : std::exchange(held_, {}); }
+std::string StopMatcher::flush() {
+  if (stopped_) return {};
+  // At the end nothing more can complete: the earliest stop found wins.
+  size_t first = std::string::npos;
+  for (const std::string& s : stops_) first = std::min(first, held_.find(s));
+  if (first != std::string::npos) {
+    stopped_ = true;
+    held_.resize(first);
+  }
+  return std::exchange(held_, {});
+}
 
 const char* finish_reason(const session::Answer& a) {
   switch (a.stop) {

@@ -78,7 +78,6 @@ class StopMatcher {
 
  private:
   std::vector<std::string> stops_;
-  size_t longest_ = 0;
   std::string held_;
   bool stopped_ = false;
 };

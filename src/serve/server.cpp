@@ -603,6 +603,12 @@ void Server::Impl::ollama_routes(httplib::Server& s) {
 void Server::Impl::attach_routes(httplib::Server& s) {
   s.Post("/quip/generate", [this](const httplib::Request& req, httplib::Response& res) {
     count("/quip/generate");
+    if (stopping) {
+      // No answer at all: the shell runs the call itself.
+      res.status = 503;
+      res.set_content("", "application/x-ndjson");
+      return;
+    }
     const json body = json::parse(req.body, nullptr, false);
     auto request = request_from_json(body);
     auto p = std::make_shared<Prepared>();
@@ -822,27 +828,26 @@ void Server::serve() {
       lock.lock();
     }
   }
-  // Drain: no new requests; the calls in flight get the grace period,
-  // then are stopped (each records what it generated).
-  std::thread grace([&i] {
-    std::unique_lock lock(i.stop_mu);
-    const auto deadline = std::chrono::steady_clock::now() + i.o.grace;
-    while (std::chrono::steady_clock::now() < deadline) {
-      {
-        std::lock_guard sl(i.slots_mu);
-        if (i.running == 0 && i.waiting == 0) break;
-      }
-      i.stop_cv.wait_for(lock, std::chrono::milliseconds(50));
-    }
-    i.hard_stop = true;
-  });
+  // Drain. New requests get 503 (and the shell, finding no socket, runs its
+  // calls itself); the calls in flight get the grace period, then are
+  // stopped (each records what it generated). Only then do the listeners
+  // stop: cpp-httplib cuts the streams it is writing when they do.
+  std::error_code ec;
+  fs::remove(i.o.socket, ec);
+  const auto idle = [&i] {
+    std::lock_guard sl(i.slots_mu);
+    return i.running == 0 && i.waiting == 0;
+  };
+  const auto deadline = std::chrono::steady_clock::now() + i.o.grace;
+  while (!idle() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  i.hard_stop = true;
+  while (!idle()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   i.unix_server.stop();
   if (i.o.port) i.tcp_server.stop();
   unix_thread.join();
   if (i.tcp_thread.joinable()) i.tcp_thread.join();
-  grace.join();
-  std::error_code ec;
-  fs::remove(i.o.socket, ec);
 }
 
 void Server::stop() {
