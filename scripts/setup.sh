@@ -12,6 +12,7 @@ packages=(
   libxxhash-dev                       # vocabulary hash tables
   libsqlite3-dev                      # conversation store
   libtomlplusplus-dev                 # config.toml
+  libcurl4-openssl-dev                # remote backends over HTTP(S)
   python3-jsonschema                  # checks the JSON Schema corpus's labels (tests/grammar)
 )
 
