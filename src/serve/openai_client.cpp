@@ -247,7 +247,9 @@ Result<ChatResult> stream_chat(const ChatCall& call, const ChatHandlers& handler
       curl_multi_remove_handle(multi.get(), h);
       return fail("the HTTP client failed (libcurl)");
     }
-    if (running == 0 || r.stopped || r.failure) break;
+    // After [DONE] nothing more is read: a server that keeps the
+    // connection open is not waited for.
+    if (running == 0 || r.stopped || r.failure || r.done) break;
     if (handlers.keep_going && !handlers.keep_going()) {
       r.stopped = true;
       break;
@@ -279,6 +281,7 @@ Result<ChatResult> stream_chat(const ChatCall& call, const ChatHandlers& handler
     r.result.finish_reason.reset();
     return std::move(r.result);
   }
+  if (r.done && !finished) return std::move(r.result);
   if (!finished) return fail("the HTTP client stopped without a result (libcurl)");
   if (code == CURLE_OPERATION_TIMEDOUT) {
     return fail(status == 0 ? "no answer within the timeout (" + std::to_string(call.connect_timeout_s) +

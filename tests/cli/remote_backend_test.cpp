@@ -147,8 +147,9 @@ TEST_F(RemoteBackend, SamplerFlagsAndModelAreSent) {
   EXPECT_EQ(body["top_p"], 0.9);
   EXPECT_EQ(body["seed"], 42);
   EXPECT_EQ(body["max_tokens"], 7);
-  EXPECT_EQ(body["messages"], json::parse(R"([{"role":"system","content":"Be brief."},
-                                              {"role":"user","content":"Hi"}])"));
+  const json expected = json::parse(
+      R"([{"role":"system","content":"Be brief."}, {"role":"user","content":"Hi"}])");
+  EXPECT_EQ(body["messages"], expected);
 }
 
 TEST_F(RemoteBackend, TheEnvironmentVariableNamesTheBackend) {
@@ -165,11 +166,11 @@ TEST_F(RemoteBackend, ContinuingSendsTheHistoryAndLogShowsBothTurns) {
   const auto requests = server_->requests();
   ASSERT_EQ(requests.size(), 2u);
   EXPECT_EQ(requests[1]["body"]["model"], "m1");
-  EXPECT_EQ(requests[1]["body"]["messages"], json::parse(R"([
-      {"role":"system","content":"Be brief."},
-      {"role":"user","content":"First?"},
-      {"role":"assistant","content":"Hello, world! (2 messages)"},
-      {"role":"user","content":"Second?"}])"));
+  const json history = json::parse(
+      R"([{"role":"system","content":"Be brief."}, {"role":"user","content":"First?"},)"
+      R"j({"role":"assistant","content":"Hello, world! (2 messages)"},)j"
+      R"({"role":"user","content":"Second?"}])");
+  EXPECT_EQ(requests[1]["body"]["messages"], history);
 
   const std::string log = run_ok({"log"});
   EXPECT_NE(log.find("First?"), std::string::npos) << log;

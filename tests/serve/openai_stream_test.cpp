@@ -123,7 +123,9 @@ TEST(Endpoint, WhatIsNotAServersBase) {
                           "http://user:secret@host"}) {
     auto e = parse_endpoint(url);
     EXPECT_FALSE(e.ok()) << url;
-    if (!e.ok()) EXPECT_EQ(e.error().message.find("secret"), std::string::npos) << url;
+    if (!e.ok()) {
+      EXPECT_EQ(e.error().message.find("secret"), std::string::npos) << url;
+    }
   }
 }
 
