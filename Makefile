@@ -67,6 +67,7 @@ fuzz: setup
 	@scripts/fuzz.sh build-fuzz/fuzz_config $(TOKENIZER_FUZZ_SECONDS) "$(SHARED)" config
 	@scripts/fuzz.sh build-fuzz/fuzz_prefix_cache $(TOKENIZER_FUZZ_SECONDS) "$(SHARED)" edits
 	@scripts/fuzz.sh build-fuzz/fuzz_store $(TOKENIZER_FUZZ_SECONDS) "$(SHARED)" edits
+	@scripts/fuzz.sh build-fuzz/fuzz_sse $(TOKENIZER_FUZZ_SECONDS) "$(SHARED)" sse
 
 check: test check-asan fuzz
 

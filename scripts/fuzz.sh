@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs a libFuzzer target for a number of seconds on a seed corpus made from
 # the shared test data.
-#   scripts/fuzz.sh FUZZER SECONDS SHARED_DIR gguf|text|jinja|config|edits|reasoning|gbnf|json_schema
+#   scripts/fuzz.sh FUZZER SECONDS SHARED_DIR gguf|text|jinja|config|edits|reasoning|gbnf|json_schema|sse
 # gguf: seeds are the heads of the shared GGUF files (for file parsers).
 # text: seeds are the tokenizer test strings and slices of a book.
 # jinja: seeds are the shared chat templates.
@@ -10,6 +10,7 @@
 # reasoning: seeds are model outputs with thinking sections and channels.
 # gbnf: seeds are the test grammars (tests/data/grammars), each with a text.
 # json_schema: seeds are the schemas of tests/data/json_schemas.
+# sse: seeds are OpenAI-style event streams (the first byte: the piece size).
 set -euo pipefail
 fuzzer=$1 seconds=$2 shared=$3 kind=$4
 name=$(basename "$fuzzer")${QUIP_FUZZ_VOCAB:+-$(basename "$QUIP_FUZZ_VOCAB" .gguf)}
@@ -30,6 +31,12 @@ elif [ "$kind" = gbnf ]; then
   for g in "$here"/tests/data/grammars/*.gbnf; do
     { cat "$g"; printf '\000{"a": [1, "x"]}'; } >"$seeds/$(basename "$g")"
   done
+elif [ "$kind" = sse ]; then
+  # The first byte is the size of the pieces the stream arrives in.
+  printf '\003data: {"choices":[{"delta":{"content":"Hel"},"finish_reason":null}]}\n\ndata: {"choices":[{"delta":{},"finish_reason":"stop"}]}\n\ndata: {"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":1,"prompt_tokens_details":{"cached_tokens":2}}}\n\ndata: [DONE]\n\n' >"$seeds/openai"
+  printf '\001: keep-alive\r\n\r\ndata: {"choices":[{"delta":{"reasoning_content":"hm"}}]}\r\n\r\nevent: error\ndata: {"error":{"message":"x"}}\n\n' >"$seeds/crlf"
+  printf '\007\357\273\277data: a\rdata: b\r\rid: 1\nretry: 5\ndata:\n\n' >"$seeds/bom-cr"
+  printf '\002data: {"error":"overloaded"}\n\ndata: [1]\n\ndata: {"choices":{}}' >"$seeds/broken"
 elif [ "$kind" = reasoning ]; then
   # A model's output in each style: the first byte's low bits pick the
   # style (1 tags, 2 harmony, else none), bit 2 the start inside the

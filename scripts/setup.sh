@@ -14,6 +14,7 @@ packages=(
   libcpp-httplib-dev                  # quip serve and the shell attaching to it
   curl                                # the server tests drive it with curl
   libtomlplusplus-dev                 # config.toml
+  libcurl4-openssl-dev                # remote backends over HTTP(S)
   python3-jsonschema                  # checks the JSON Schema corpus's labels (tests/grammar)
 )
 

@@ -216,6 +216,68 @@ Result<void> read_model(const Reader& r, const Reporter& report, const std::stri
   return {};
 }
 
+bool is_variable_name(std::string_view name) {
+  if (name.empty() || (name[0] >= '0' && name[0] <= '9')) return false;
+  for (const char c : name) {
+    const bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+                    c == '_';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+Result<void> read_backend(const Reader& r, const Reporter& report, const std::string& name,
+                          const toml::node& node, Config& config) {
+  const std::string prefix = "backends." + name;
+  if (name.empty()) return report.at(node, "backends.\"\"", "a backend needs a name");
+  const auto* table = node.as_table();
+  if (table == nullptr) {
+    return report.at(node, prefix, std::string("expected a table, got ") + type_name(node));
+  }
+  BackendConfig backend;
+  bool has_url = false;
+  for (const auto& [k, v] : *table) {
+    const std::string key(k.str());
+    const std::string where = prefix + "." + key;
+    if (key == "url" || key == "model" || key == "api_key_env") {
+      auto text = r.string(v, where);
+      if (!text) return text.error();
+      if (text->empty()) return report.at(v, where, "is empty");
+      if (key == "url") {
+        backend.url = *text;
+        has_url = true;
+      } else if (key == "model") {
+        backend.model = *text;
+      } else {
+        if (!is_variable_name(*text)) {
+          // (Built in steps: GCC 12 warns falsely of overlap on one expression.)
+          std::string what = "'";
+          what += printable(*text, 40);
+          what += "' is not a variable name";
+          return report.at(v, where, what);
+        }
+        backend.api_key_env = *text;
+      }
+    } else if (key == "timeout") {
+      const auto* i = v.as_integer();
+      if (i == nullptr || i->get() < 1 || i->get() > 86400) {
+        return report.at(v, where, "expected an integer number of seconds in [1, 86400]");
+      }
+      backend.timeout_s = i->get();
+    } else if (key == "api_key" || key == "key") {
+      // (The value is not quoted: it is a secret.)
+      return report.at(v, where,
+                       "a key is not written in the config; name the environment variable that "
+                       "holds it with api_key_env");
+    } else {
+      return report.at(v, where, "unknown key");
+    }
+  }
+  if (!has_url) return report.at(node, prefix, "has no 'url'");
+  config.backends.emplace(name, std::move(backend));
+  return {};
+}
+
 }  // namespace
 
 Result<Config> parse_config(std::string_view text, const fs::path& file) {
@@ -273,9 +335,28 @@ Result<Config> parse_config(std::string_view text, const fs::path& file) {
       }
       continue;
     }
+    if (key == "backends") {
+      const auto* backends = v.as_table();
+      if (backends == nullptr) {
+        return report.at(v, "backends", std::string("expected a table, got ") + type_name(v));
+      }
+      for (const auto& [name, node] : *backends) {
+        if (auto ok = read_backend(r, report, std::string(name.str()), node, config); !ok) {
+          return ok.error();
+        }
+      }
+      continue;
+    }
     auto known = r.setting(key, v, key, config.settings);
     if (!known) return known.error();
     if (!*known) return report.at(v, key, "unknown key");
+  }
+  for (const auto& [name, backend] : config.backends) {
+    // [models] may come after [backends] in the file.
+    if (config.models.contains(name)) {
+      return Error{file.string() + ": backends." + printable(name, 200) + ": is also [models." +
+                   printable(name, 200) + "]; -m NAME must name one"};
+    }
   }
   return config;
 }

@@ -14,7 +14,11 @@
 // ones within the ranges of RealLimit/IntLimit, shared with the command
 // line; seed and n_predict -1 and ctx_size 0 mean "fresh", "no limit" and
 // "the model's"). The [cache]
-// table sets the prefix cache's max_size ("4GiB", or bytes). Precedence: a
+// table sets the prefix cache's max_size ("4GiB", or bytes). A
+// [backends.NAME] table names a remote OpenAI-compatible server for
+// `quip -m NAME`: url (required), model, api_key_env (the environment
+// variable that holds its key: a key itself is never written here), timeout
+// (seconds without a byte from the server, in [1, 86400]). Precedence: a
 // command-line flag, then the model's table, then the top level, then
 // quip's default. Unknown keys and bad values are errors naming the file,
 // line and key: a typo must not pass for a setting.
@@ -81,11 +85,19 @@ struct ModelAlias {
   Settings settings;
 };
 
+struct BackendConfig {
+  std::string url;                         // as written (cli/remote_call.cpp checks it)
+  std::optional<std::string> model;        // the model the server is asked for
+  std::optional<std::string> api_key_env;  // a variable name: [A-Za-z_][A-Za-z0-9_]*
+  std::optional<int64_t> timeout_s;
+};
+
 struct Config {
   std::filesystem::path file;                // where it was read from; empty when none
   std::optional<std::string> default_model;  // an alias or a path
   Settings settings;                         // the top-level defaults
   std::map<std::string, ModelAlias> models;
+  std::map<std::string, BackendConfig> backends;  // no name is in `models` too
   std::optional<uint64_t> cache_max_size;  // [cache] max_size, bytes
 };
 

@@ -93,9 +93,13 @@ std::string format_time(int64_t ms) {
   return buf;
 }
 
-// The file name of a model path, printable on one line (stored data: any
-// bytes may be there).
+// The file name of a model path, or a remote backend's whole "URL#MODEL"
+// (cli/remote_call.h), printable on one line (stored data: any bytes may be
+// there).
 std::string model_name(const std::string& model_path) {
+  if (model_path.starts_with("http://") || model_path.starts_with("https://")) {
+    return printable(model_path, 200);
+  }
   return printable(fs::path(model_path).filename().string(), 200);
 }
 

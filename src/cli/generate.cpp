@@ -25,6 +25,7 @@
 #include "cli/exit_status.h"
 #include "cli/progress.h"
 #include "cli/prompt_input.h"
+#include "cli/remote_call.h"
 #include "cli/report.h"
 #include "cli/usage.h"
 #include "grammar/gbnf_text.h"
@@ -129,7 +130,7 @@ Result<std::vector<int64_t>> parse_ids(const std::string& text) {
 
 // The command line, as given: unset options leave the config's say.
 struct Flags {
-  std::optional<std::string> model, config, cid, file, template_file, tokens;
+  std::optional<std::string> model, config, cid, file, template_file, tokens, backend;
   std::vector<std::string> words;
   bool raw = false, resume = false, print_prompt = false, ignore_eos = false, json = false,
        stats = false, no_cache = false, estimate = false, local = false;
@@ -149,6 +150,9 @@ void add_options(CLI::App& app, Flags& f) {
                  "the prompt (words are joined by spaces); stdin, when not a terminal, comes "
                  "first as context; '-' makes stdin the prompt");
   app.add_option("-m,--model", f.model, "GGUF model file or config alias");
+  app.add_option("--backend", f.backend,
+                 "send the conversation to this OpenAI-compatible server (http[s]://HOST[:PORT]); "
+                 "-m names its model (default: $QUIP_BACKEND)");
   app.add_flag("-c,--continue", f.resume, "continue the last conversation of this terminal");
   app.add_option("--cid", f.cid, "continue conversation ID; ID@N forks it after turn N");
   app.add_option("-f,--file", f.file, "read the prompt from FILE");
@@ -202,6 +206,30 @@ void add_options(CLI::App& app, Flags& f) {
   app.add_option("--cache-max-size", f.cache_max_size,
                  "the prefix cache's size limit, e.g. 4GiB (default: config, else 4GiB)");
   app.add_option("--config", f.config, "the config file (default: ~/.config/quip/config.toml)");
+}
+
+// The first option given that only a local model can honour, or null: a
+// remote backend is refused such a call rather than answering it otherwise.
+const char* local_only_option(const Flags& f) {
+  const std::pair<bool, const char*> options[] = {
+      {f.raw, "--raw"},
+      {f.tokens.has_value(), "--tokens"},
+      {f.template_file.has_value(), "--template"},
+      {f.grammar_file.has_value(), "--grammar"},
+      {f.json_schema.has_value(), "--json-schema"},
+      {f.choice.has_value(), "--choice"},
+      {f.print_prompt, "--print-prompt"},
+      {f.estimate, "--estimate"},
+      {f.logprobs_text.has_value(), "--logprobs"},
+      {f.ignore_eos, "--ignore-eos"},
+      {f.numbers.at("--top-k").has_value(), "--top-k"},
+      {f.numbers.at("--min-p").has_value(), "--min-p"},
+      {f.numbers.at("--repeat-penalty").has_value(), "--repeat-penalty"},
+      {f.numbers.at("--ctx-size").has_value(), "--ctx-size"}};
+  for (const auto& [given, name] : options) {
+    if (given) return name;
+  }
+  return nullptr;
 }
 
 // The model file and the settings that apply to it: flags over the alias's
@@ -591,6 +619,22 @@ int generate_main(const std::vector<std::string>& args, std::ostream& out, std::
   }
 
   auto choice = choose_model(f, *config, request.base ? &*request.base : nullptr);
+  // A remote backend answers instead of a local model (cli/remote_call.h).
+  auto backend = choose_backend(f.backend, f.model, request.base ? &*request.base : nullptr, *config);
+  if (!backend) return fail({kExitUsage, backend.error().message});
+  if (*backend) {
+    if (const char* option = local_only_option(f)) {
+      return fail({kExitUsage, std::string(option) + " needs a local model, not a backend"});
+    }
+    auto call = prepare_remote_call(**backend,
+                                    {merged(config->settings, f.settings), f.settings.think.has_value(),
+                                     f.words, f.file},
+                                    request);
+    if (!call) return fail({kExitUsage, call.error().message});
+    return answer_call(
+        f, request, {}, "remote",
+        [&](const session::Callbacks& c) { return run_remote_call(*call, request, c); }, out, err);
+  }
   if (auto* failure = std::get_if<Failure>(&choice)) return fail(*failure);
   const ModelChoice& model = std::get<ModelChoice>(choice);
   const Settings& s = model.settings;

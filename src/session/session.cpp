@@ -152,53 +152,18 @@ Outcome<Prompt> build_chat_prompt(const LoadedModel& m, const Request& r) {
   return p;
 }
 
-// Records the turn; a store that cannot take it costs the record, not the
-// answer, so a failure comes back as the message.
+// Records the turn of a call on `m`.
 void record(const LoadedModel& m, const Request& r, const Prompt& prompt, size_t n_ctx, Answer& a) {
   store::TurnRecord turn;
-  const Base* base = r.base ? &*r.base : nullptr;
   std::error_code ec;
   const fs::path absolute = fs::absolute(r.model_path, ec);
   turn.model_path = (ec ? r.model_path : absolute).string();
   turn.model_fingerprint = m.fingerprint;
   turn.sampler_json = sampler_json(r.sampler, r.n_predict, n_ctx).dump();
   turn.messages_json = prompt.added.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  turn.answer = a.text;
-  turn.reasoning = a.reasoning;
-  turn.timings_json = timings_json(a).dump();
   turn.prompt_tokens = prompt.tokens;
   turn.answer_tokens = a.tokens;
-  turn.interrupted = a.interrupted;
-  turn.session = r.session;
-  if (!r.database) {
-    a.store_error = "no folder for the conversation database (set HOME or QUIP_HOME)";
-    return;
-  }
-  auto store = store::Store::open(*r.database);
-  if (!store) {
-    a.store_error = store.error().message;
-    return;
-  }
-  Result<store::TurnRecord> recorded = Error{};
-  if (base == nullptr) {
-    recorded = store->record_turn(std::move(turn));
-  } else {
-    // The turn was computed from the base's last turn: it follows that
-    // turn, in a branch when asked (--cid ID@N) or when the conversation
-    // moved on meanwhile.
-    const int after = base->turns.back().turn;
-    turn.conversation = base->conversation;
-    recorded = store->record_continuation(std::move(turn), after, base->fork_turn.has_value());
-    if (recorded && recorded->conversation != base->conversation) {
-      a.forked_from = std::pair(base->conversation, after);
-      a.branched = !base->fork_turn;
-    }
-  }
-  if (recorded) {
-    a.recorded = std::move(*recorded);
-  } else {
-    a.store_error = recorded.error().message;
-  }
+  record_turn(r, std::move(turn), a);
 }
 
 }  // namespace
@@ -234,11 +199,49 @@ nlohmann::json timings_json(const Answer& a) {
       {"prompt_tokens_per_s",
        t.prompt_ms > 0 ? 1000.0 * static_cast<double>(a.usage.evaluated_tokens) / t.prompt_ms : 0},
       {"generation_tokens_per_s",
-       t.generation_ms > 0 ? 1000.0 * static_cast<double>(a.tokens.size()) / t.generation_ms : 0}};
+       t.generation_ms > 0 ? 1000.0 * static_cast<double>(a.usage.generated_tokens) / t.generation_ms : 0}};
 }
 
 size_t context_size(const LoadedModel& model, const Request& request) {
   return request.n_ctx > 0 ? request.n_ctx : model.model.hparams().n_ctx_train;
+}
+
+void record_turn(const Request& r, store::TurnRecord turn, Answer& a) {
+  const Base* base = r.base ? &*r.base : nullptr;
+  turn.answer = a.text;
+  turn.reasoning = a.reasoning;
+  turn.timings_json = timings_json(a).dump();
+  turn.interrupted = a.interrupted;
+  turn.session = r.session;
+  if (!r.database) {
+    a.store_error = "no folder for the conversation database (set HOME or QUIP_HOME)";
+    return;
+  }
+  auto store = store::Store::open(*r.database);
+  if (!store) {
+    a.store_error = store.error().message;
+    return;
+  }
+  Result<store::TurnRecord> recorded = Error{};
+  if (base == nullptr) {
+    recorded = store->record_turn(std::move(turn));
+  } else {
+    // The turn was computed from the base's last turn: it follows that
+    // turn, in a branch when asked (--cid ID@N) or when the conversation
+    // moved on meanwhile.
+    const int after = base->turns.back().turn;
+    turn.conversation = base->conversation;
+    recorded = store->record_continuation(std::move(turn), after, base->fork_turn.has_value());
+    if (recorded && recorded->conversation != base->conversation) {
+      a.forked_from = std::pair(base->conversation, after);
+      a.branched = !base->fork_turn;
+    }
+  }
+  if (recorded) {
+    a.recorded = std::move(*recorded);
+  } else {
+    a.store_error = recorded.error().message;
+  }
 }
 
 Outcome<Prompt> build_prompt(const LoadedModel& model, const Request& request) {

@@ -174,6 +174,16 @@ struct Callbacks {
 Outcome<Answer> generate(const LoadedModel& model, const Request& request, const Prompt& prompt,
                          const Callbacks& callbacks);
 
+// Records the turn of a call that `a` answers (in this process or by a
+// remote backend): `turn` holds what only the caller knows (the model's path
+// and fingerprint, the settings, the messages added, the exact tokens where
+// there are any); the answer's text, reasoning, timings and interruption
+// come from `a`, the session and the conversation continued from `r`. A
+// store that cannot take the turn costs the record, not the answer: the
+// failure comes back in a.store_error; a.recorded (and a.forked_from,
+// a.branched) say where it went.
+void record_turn(const Request& r, store::TurnRecord turn, Answer& a);
+
 // The sampler settings and limits as a turn records them and --json reports.
 nlohmann::json sampler_json(const engine::SamplerSettings& s, int64_t n_predict, size_t n_ctx);
 // The timings as a turn records them and --json reports, with the rates.

@@ -100,6 +100,44 @@ TEST(Config, EmptyTextIsAnEmptyConfig) {
 
 // Every broken config is refused with one line naming the file, the line and
 // the key: a typo must not silently become a default.
+TEST(Config, BackendTables) {
+  const Config c = parse_ok(
+      "[backends.gpu]\nurl = \"http://gpu:8080/v1\"\nmodel = \"qwen\"\n"
+      "api_key_env = \"GPU_KEY\"\ntimeout = 30\n[backends.local]\nurl = \"http://localhost\"\n");
+  ASSERT_EQ(c.backends.size(), 2u);
+  const BackendConfig& gpu = c.backends.at("gpu");
+  EXPECT_EQ(gpu.url, "http://gpu:8080/v1");
+  EXPECT_EQ(gpu.model, "qwen");
+  EXPECT_EQ(gpu.api_key_env, "GPU_KEY");
+  EXPECT_EQ(gpu.timeout_s, 30);
+  EXPECT_FALSE(c.backends.at("local").model);
+}
+
+TEST(Config, BrokenBackendTables) {
+  struct Case {
+    const char* text;
+    const char* expected;
+  };
+  const Case cases[] = {
+      {"[backends.a]\nmodel = \"x\"\n", "backends.a: has no 'url'"},
+      {"[backends.a]\nurl = 3\n", "backends.a.url: expected a string, got an integer"},
+      {"[backends.a]\nurl = \"\"\n", "backends.a.url: is empty"},
+      {"[backends.a]\nurl = \"http://h\"\napi_key_env = \"1X\"\n", "is not a variable name"},
+      {"[backends.a]\nurl = \"http://h\"\ntimeout = 0\n", "backends.a.timeout: expected an integer"},
+      {"[backends.a]\nurl = \"http://h\"\nurls = 1\n", "backends.a.urls: unknown key"},
+      {"[backends.a]\nurl = \"http://h\"\n[models.a]\npath = \"m.gguf\"\n", "is also [models.a]"},
+      {"backends = 1\n", "backends: expected a table"},
+  };
+  for (const Case& c : cases) {
+    EXPECT_NE(parse_error(c.text).find(c.expected), std::string::npos)
+        << c.text << " -> " << parse_error(c.text);
+  }
+  // A key written in the file is refused, and not quoted back.
+  const std::string m = parse_error("[backends.a]\nurl = \"http://h\"\napi_key = \"sk-123\"\n");
+  EXPECT_NE(m.find("api_key_env"), std::string::npos) << m;
+  EXPECT_EQ(m.find("sk-123"), std::string::npos) << m;
+}
+
 TEST(Config, BrokenConfigsNameFileLineAndKey) {
   struct Case {
     const char* text;
