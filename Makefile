@@ -68,6 +68,7 @@ fuzz: setup
 	@scripts/fuzz.sh build-fuzz/fuzz_prefix_cache $(TOKENIZER_FUZZ_SECONDS) "$(SHARED)" edits
 	@scripts/fuzz.sh build-fuzz/fuzz_store $(TOKENIZER_FUZZ_SECONDS) "$(SHARED)" edits
 	@scripts/fuzz.sh build-fuzz/fuzz_sse $(TOKENIZER_FUZZ_SECONDS) "$(SHARED)" sse
+	@scripts/fuzz.sh build-fuzz/fuzz_api $(TOKENIZER_FUZZ_SECONDS) "$(SHARED)" api
 
 check: test check-asan fuzz
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs a libFuzzer target for a number of seconds on a seed corpus made from
 # the shared test data.
-#   scripts/fuzz.sh FUZZER SECONDS SHARED_DIR gguf|text|jinja|config|edits|reasoning|gbnf|json_schema|sse
+#   scripts/fuzz.sh FUZZER SECONDS SHARED_DIR gguf|text|jinja|config|edits|reasoning|gbnf|json_schema|sse|api
 # gguf: seeds are the heads of the shared GGUF files (for file parsers).
 # text: seeds are the tokenizer test strings and slices of a book.
 # jinja: seeds are the shared chat templates.
@@ -11,6 +11,7 @@
 # gbnf: seeds are the test grammars (tests/data/grammars), each with a text.
 # json_schema: seeds are the schemas of tests/data/json_schemas.
 # sse: seeds are OpenAI-style event streams (the first byte: the piece size).
+# api: seeds are request bodies of `quip serve` (the first byte: the route).
 set -euo pipefail
 fuzzer=$1 seconds=$2 shared=$3 kind=$4
 name=$(basename "$fuzzer")${QUIP_FUZZ_VOCAB:+-$(basename "$QUIP_FUZZ_VOCAB" .gguf)}
@@ -37,6 +38,15 @@ elif [ "$kind" = sse ]; then
   printf '\001: keep-alive\r\n\r\ndata: {"choices":[{"delta":{"reasoning_content":"hm"}}]}\r\n\r\nevent: error\ndata: {"error":{"message":"x"}}\n\n' >"$seeds/crlf"
   printf '\007\357\273\277data: a\rdata: b\r\rid: 1\nretry: 5\ndata:\n\n' >"$seeds/bom-cr"
   printf '\002data: {"error":"overloaded"}\n\ndata: [1]\n\ndata: {"choices":{}}' >"$seeds/broken"
+elif [ "$kind" = api ]; then
+  # The first byte picks the parser (0 OpenAI chat, 1 completions, 2 Ollama
+  # chat, 3 generate, 4 show) and the stop matcher's piece size.
+  printf '\000{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"Hi"}]}],"stream":true,"stream_options":{"include_usage":true},"max_tokens":5,"stop":["\\n","END"],"logprobs":true,"top_logprobs":2}' >"$seeds/openai-chat"
+  printf '\005{"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema","json_schema":{"schema":{"type":"object","properties":{"a":{"type":"integer"}}}}}}' >"$seeds/openai-schema"
+  printf '\001{"prompt":["Once upon"],"max_tokens":3,"seed":7}' >"$seeds/completion"
+  printf '\002{"model":"m","messages":[{"role":"user","content":"x"}],"options":{"num_predict":4,"num_ctx":64,"stop":"y"},"format":"json","think":false}' >"$seeds/ollama-chat"
+  printf '\003{"model":"m","prompt":"Why?","system":"Be brief.","raw":false,"stream":false}' >"$seeds/generate"
+  printf '\004{"model":"m"}' >"$seeds/show"
 elif [ "$kind" = reasoning ]; then
   # A model's output in each style: the first byte's low bits pick the
   # style (1 tags, 2 harmony, else none), bit 2 the start inside the

@@ -443,3 +443,26 @@ TEST_F(ServeTest, LimitsKeysAndStopping) {
 
 }  // namespace
 }  // namespace quip::serve
+
+namespace quip::serve {
+namespace {
+
+// quip as a client of a quip server (--backend): the server's answer,
+// printed exactly, continued with -c and recorded in the local store.
+TEST_F(ServeTest, QuipAsTheBackendOfQuip) {
+  auto server = start();
+  const json served = client({"chat", base_, name_, "What is 1+1?", "8"});
+  RunOptions o = opts();
+  o.env.push_back({"QUIP_NO_SERVE", "1"});  // the HTTP route, not the socket
+  RunResult r = quip::testing::run_quip({"--backend", base_, "-m", name_, "-n", "8", "What is 1+1?"}, o);
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(as_api_text(r.out), served["text"]);
+  RunResult next = quip::testing::run_quip({"-c", "-n", "4", "And 2+2?"}, o);
+  EXPECT_EQ(next.status, 0) << next.err;
+  RunResult show = quip::testing::run_quip({"show", "--json", "1"}, o);
+  ASSERT_EQ(show.status, 0) << show.err;
+  EXPECT_EQ(json::parse(show.out)["turns"].size(), 2u);
+}
+
+}  // namespace
+}  // namespace quip::serve
