@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# quip serve under load, in one run:
+#   1. aggregate generation speed of 1 stream and of STREAMS concurrent
+#      streams (OpenAI streaming chat, N tokens each) on the llama-3.2-1b
+#      Q4_K_M shape, THREADS threads; with LLAMA_SERVER=path/to/llama-server,
+#      the same against `llama-server -np STREAMS` on the same file;
+#   2. the latency of an attached `quip -n 1 hi`, process start to exit, on
+#      the qwen2.5-0.5b Q4_K_M shape with the model resident, against the
+#      same call in-process (--local).
+#   scripts/bench_serve.sh [STREAMS] [N] [THREADS]
+# Models are random-weight quip-synth files of those shapes (generation
+# never ends early: -n tokens each). Not a test: figures for the notes.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+streams=${1:-8} n=${2:-32} threads=${3:-2}
+build=${BUILD:-build}
+quip=$build/quip
+work=$(mktemp -d)
+export QUIP_HOME=$work/home QUIP_SESSION=bench-serve
+unset QUIP_CONFIG QUIP_SOCKET QUIP_NO_SERVE
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+mkdir -p "$QUIP_HOME"
+big=$work/llama-3.2-1b-q4_k_m.gguf small=$work/qwen2.5-0.5b-q4_k_m.gguf
+"$build/quip-synth" llama-3.2-1b "$big" --type q4_k_m >/dev/null
+"$build/quip-synth" qwen2.5-0.5b "$small" --type q4_k_m >/dev/null
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+
+wait_health() {  # URL
+  for _ in $(seq 1 600); do
+    curl -sf "$1/health" >/dev/null 2>&1 && return 0
+    sleep 0.1
+  done
+  echo "bench_serve: no server at $1" >&2
+  exit 1
+}
+
+# load URL MODEL K: K concurrent streams of N tokens; prints "tokens seconds".
+load() {
+  python3 - "$1" "$2" "$3" "$n" <<'PY'
+import http.client, json, sys, threading, time, urllib.parse
+base, model, k, n = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+u = urllib.parse.urlparse(base)
+counts = [0] * k
+def one(i):
+    c = http.client.HTTPConnection(u.hostname, u.port, timeout=600)
+    body = {"model": model, "stream": True, "max_tokens": n, "temperature": 0,
+            "ignore_eos": True,
+            "messages": [{"role": "user", "content": "Write about the number %d." % i}]}
+    c.request("POST", "/v1/chat/completions", json.dumps(body), {"Content-Type": "application/json"})
+    r = c.getresponse()
+    for line in r:
+        line = line.strip()
+        if line.startswith(b"data: {"):
+            j = json.loads(line[6:])
+            if j.get("choices") and j["choices"][0]["delta"].get("content"):
+                counts[i] += 1
+t = time.time()
+ts = [threading.Thread(target=one, args=(i,)) for i in range(k)]
+[x.start() for x in ts]
+[x.join() for x in ts]
+print(sum(counts), time.time() - t)
+PY
+}
+
+rate() { awk '{ printf "%.2f", $1 / $2 }'; }
+
+echo "bench_serve: $streams streams of $n tokens, $threads threads, llama-3.2-1b Q4_K_M shape"
+"$quip" serve -m "$big" --port "$port" -t "$threads" --parallel "$streams" 2>"$work/serve.log" &
+pids+=($!)
+wait_health "http://127.0.0.1:$port"
+load "http://127.0.0.1:$port" "" 1 >/dev/null  # warm: the model mapped, the prompt cached
+one=$(load "http://127.0.0.1:$port" "" 1 | rate)
+many=$(load "http://127.0.0.1:$port" "" "$streams" | rate)
+echo "quip serve:   1 stream $one tok/s, $streams streams $many tok/s (x$(echo "$many $one" | awk '{ printf "%.2f", $1 / $2 }'))"
+"$quip" serve --stop >/dev/null
+
+if [ -n "${LLAMA_SERVER:-}" ]; then
+  "$LLAMA_SERVER" -m "$big" --port "$port" -t "$threads" -np "$streams" -c $((streams * 512)) \
+    >"$work/llama.log" 2>&1 &
+  pids+=($!)
+  wait_health "http://127.0.0.1:$port"
+  load "http://127.0.0.1:$port" "" 1 >/dev/null
+  l_one=$(load "http://127.0.0.1:$port" "" 1 | rate)
+  l_many=$(load "http://127.0.0.1:$port" "" "$streams" | rate)
+  echo "llama-server: 1 stream $l_one tok/s, $streams streams $l_many tok/s; quip/llama-server at $streams streams: $(echo "$many $l_many" | awk '{ printf "%.2f", $1 / $2 }')"
+fi
+
+# Latency of an attached call with the model resident, against in-process.
+"$quip" serve -m "$small" -t "$threads" 2>>"$work/serve.log" &
+pids+=($!)
+for _ in $(seq 1 600); do [ -S "$QUIP_HOME/serve.sock" ] && break; sleep 0.1; done
+"$quip" -m "$small" -n 1 hi >/dev/null  # loads it in the server
+python3 - "$quip" "$small" <<'PY'
+import os, statistics, subprocess, sys, time
+quip, model = sys.argv[1], sys.argv[2]
+def ms(extra, env):
+    t = time.perf_counter()
+    subprocess.run([quip, "-m", model, "-n", "1", *extra, "hi"], stdout=subprocess.DEVNULL, check=True,
+                   env=env)
+    return (time.perf_counter() - t) * 1000
+env = dict(os.environ)
+attached = [ms([], env) for _ in range(10)]
+local = [ms(["--local"], env) for _ in range(5)]
+print("quip -n 1 hi, qwen2.5-0.5b shape: attached median %.1f ms (min %.1f), in-process median %.1f ms"
+      % (statistics.median(attached), min(attached), statistics.median(local)))
+PY
+"$quip" serve --stop >/dev/null
