@@ -50,7 +50,7 @@ counts = [0] * k
 def one(i):
     c = http.client.HTTPConnection(u.hostname, u.port, timeout=600)
     body = {"model": model, "stream": True, "max_tokens": n, "temperature": 0,
-            "ignore_eos": True,
+            "ignore_eos": True, "stream_options": {"include_usage": True},
             "messages": [{"role": "user", "content": "Write about the number %d." % i}]}
     c.request("POST", "/v1/chat/completions", json.dumps(body), {"Content-Type": "application/json"})
     r = c.getresponse()
@@ -58,8 +58,8 @@ def one(i):
         line = line.strip()
         if line.startswith(b"data: {"):
             j = json.loads(line[6:])
-            if j.get("choices") and j["choices"][0]["delta"].get("content"):
-                counts[i] += 1
+            if j.get("usage"):
+                counts[i] = j["usage"]["completion_tokens"]
 t = time.time()
 ts = [threading.Thread(target=one, args=(i,)) for i in range(k)]
 [x.start() for x in ts]

@@ -32,8 +32,8 @@
 #include "grammar/grammar.h"
 #include "grammar/json_schema.h"
 #include "kernels/thread_pool.h"
-#include "session/estimate.h"
 #include "serve/attach.h"
+#include "session/estimate.h"
 #include "session/session.h"
 
 namespace quip::cli {
@@ -620,16 +620,17 @@ int generate_main(const std::vector<std::string>& args, std::ostream& out, std::
 
   auto choice = choose_model(f, *config, request.base ? &*request.base : nullptr);
   // A remote backend answers instead of a local model (cli/remote_call.h).
-  auto backend = choose_backend(f.backend, f.model, request.base ? &*request.base : nullptr, *config);
+  auto backend =
+      choose_backend(f.backend, f.model, request.base ? &*request.base : nullptr, *config);
   if (!backend) return fail({kExitUsage, backend.error().message});
   if (*backend) {
     if (const char* option = local_only_option(f)) {
       return fail({kExitUsage, std::string(option) + " needs a local model, not a backend"});
     }
-    auto call = prepare_remote_call(**backend,
-                                    {merged(config->settings, f.settings), f.settings.think.has_value(),
-                                     f.words, f.file},
-                                    request);
+    auto call = prepare_remote_call(
+        **backend,
+        {merged(config->settings, f.settings), f.settings.think.has_value(), f.words, f.file},
+        request);
     if (!call) return fail({kExitUsage, call.error().message});
     return answer_call(
         f, request, {}, "remote",
@@ -652,7 +653,6 @@ int generate_main(const std::vector<std::string>& args, std::ostream& out, std::
 
   auto isa = kernels::chosen_isa();
   if (!isa) return fail({kExitUsage, isa.error().message});
-
 
   request.model_path = model.path;
   request.raw = f.raw;
@@ -718,7 +718,8 @@ int generate_main(const std::vector<std::string>& args, std::ostream& out, std::
     if (auto failure = load()) return fail(from(*failure));
     if (f.print_prompt) {
       if (f.json) {
-        out << nlohmann::json{{"text", escape_invalid_utf8(prompt->text)}, {"tokens", prompt->tokens}}
+        out << nlohmann::json{{"text", escape_invalid_utf8(prompt->text)},
+                              {"tokens", prompt->tokens}}
                    .dump()
             << '\n';
       } else {
@@ -732,7 +733,6 @@ int generate_main(const std::vector<std::string>& args, std::ostream& out, std::
       print_estimate(*estimated, request.n_predict, f.json, out, err);
       return kExitOk;
     }
-
   }
 
   // The answer: from a running `quip serve` of this user where there is one

@@ -40,8 +40,8 @@ Result<Backend> from_table(const std::string& name, const BackendConfig& table,
                            const Config& config) {
   auto endpoint = serve::parse_endpoint(table.url);
   if (!endpoint) {
-    return Error{config.file.string() + ": backends." + printable(name, 200) + ".url: " +
-                 endpoint.error().message};
+    return Error{config.file.string() + ": backends." + printable(name, 200) +
+                 ".url: " + endpoint.error().message};
   }
   Backend b;
   b.endpoint = std::move(*endpoint);
@@ -78,7 +78,8 @@ nlohmann::json api_history(const session::Base& base) {
   return messages;
 }
 
-double ms_between(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {
+double ms_between(std::chrono::steady_clock::time_point a,
+                  std::chrono::steady_clock::time_point b) {
   return std::chrono::duration<double, std::milli>(b - a).count();
 }
 
@@ -174,7 +175,8 @@ Result<RemoteCall> prepare_remote_call(Backend backend, const RemoteOptions& opt
                    " needs a local model; a backend takes hide or show"};
     }
   }
-  auto parts = read_prompt_parts({.words = options.words, .file = options.file, .read_stdin = true});
+  auto parts =
+      read_prompt_parts({.words = options.words, .file = options.file, .read_stdin = true});
   if (!parts) return parts.error();
   if (parts->empty()) return Error{"no prompt: give PROMPT words, -f FILE or stdin"};
 

@@ -46,18 +46,18 @@ Result<std::optional<Backend>> choose_backend(const std::optional<std::string>& 
 
 // What the command line gives a remote call besides its backend.
 struct RemoteOptions {
-  Settings settings;              // the config's top level under the flags
-  bool think_flag = false;        // --think was given (off and inline then refused)
-  std::vector<std::string> words; // PROMPT
+  Settings settings;               // the config's top level under the flags
+  bool think_flag = false;         // --think was given (off and inline then refused)
+  std::vector<std::string> words;  // PROMPT
   std::optional<std::string> file;
 };
 
 // One remote call, ready to send.
 struct RemoteCall {
   Backend backend;
-  std::string api_key;   // the secret: only ever in the Authorization header
-  nlohmann::json body;   // the request: model, messages, stream, sampler fields
-  nlohmann::json added;  // the messages this turn records (system, user)
+  std::string api_key;           // the secret: only ever in the Authorization header
+  nlohmann::json body;           // the request: model, messages, stream, sampler fields
+  nlohmann::json added;          // the messages this turn records (system, user)
   nlohmann::json sent_settings;  // the sampler fields sent, as the turn records them
 };
 

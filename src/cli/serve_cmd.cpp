@@ -194,7 +194,8 @@ int serve_main(const std::vector<std::string>& args, std::ostream& out, std::ost
     std::string k = *key;
     while (!k.empty() && is_c_space(k.back())) k.pop_back();
     while (!k.empty() && is_c_space(k.front())) k.erase(k.begin());
-    if (k.empty()) return fail(kExitUsage, "--api-key-file " + printable(*api_key_file) + " is empty");
+    if (k.empty())
+      return fail(kExitUsage, "--api-key-file " + printable(*api_key_file) + " is empty");
     o.api_key = k;
   }
   if (port && !is_loopback(host.value_or("127.0.0.1")) && !o.api_key) {
@@ -263,8 +264,8 @@ int ps_main(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     out << j.dump() << '\n';
     return kExitOk;
   }
-  out << std::left << std::setw(32) << "NAME" << std::setw(10) << "SIZE" << std::setw(8)
-      << "IN USE" << "UNTIL\n";
+  out << std::left << std::setw(32) << "NAME" << std::setw(10) << "SIZE" << std::setw(8) << "IN USE"
+      << "UNTIL\n";
   for (const auto& m : j["models"]) {
     const double mib = m.value("size", 0.0) / (1024.0 * 1024.0);
     std::ostringstream size;

@@ -19,7 +19,9 @@ struct Bad {
   std::string message;
 };
 
-ApiError bad(std::string message) { return ApiError{400, std::move(message)}; }
+ApiError bad(std::string message) {
+  return ApiError{400, std::move(message)};
+}
 
 // The body as a JSON object, or why not.
 std::variant<json, ApiError> object_body(std::string_view body) {
@@ -139,8 +141,8 @@ std::optional<Bad> read_messages(const json& o, ApiRequest& r) {
       return Bad{"'" + where + ".role' is '" + printable(rs, 40) +
                  "'; expected system, user, assistant, tool or developer"};
     }
-    if (auto images = m.find("images"); images != m.end() && !images->is_null() &&
-                                        !(images->is_array() && images->empty())) {
+    if (auto images = m.find("images");
+        images != m.end() && !images->is_null() && !(images->is_array() && images->empty())) {
       return Bad{"'" + where + ".images': images are not supported"};
     }
     auto c = m.find("content");
@@ -150,7 +152,8 @@ std::optional<Bad> read_messages(const json& o, ApiRequest& r) {
     json msg = {{"role", rs == "developer" ? "system" : rs},
                 {"content", std::get<std::string>(text)}};
     for (const char* extra : {"reasoning_content", "thinking"}) {
-      if (auto e = m.find(extra); e != m.end() && e->is_string() && !e->get<std::string>().empty()) {
+      if (auto e = m.find(extra);
+          e != m.end() && e->is_string() && !e->get<std::string>().empty()) {
         msg["reasoning_content"] = e->get<std::string>();
       }
     }
@@ -204,6 +207,9 @@ std::optional<Bad> read_openai(const json& o, std::string_view body, ApiRequest&
   if (auto b = read_stops(o, "stop", r.stop)) return b;
   if (auto b = read_bool(o, "logprobs", logprobs)) return b;
   r.logprobs = logprobs.value_or(false);
+  std::optional<bool> ignore_eos;
+  if (auto b = read_bool(o, "ignore_eos", ignore_eos)) return b;
+  r.ignore_eos = ignore_eos.value_or(false);
   if (auto b = read_integer(o, "top_logprobs", top_logprobs, 0, 20)) return b;
   r.top_logprobs = static_cast<int>(top_logprobs.value_or(0));
   if (auto effort = o.find("reasoning_effort"); effort != o.end() && effort->is_string()) {

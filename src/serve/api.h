@@ -39,6 +39,7 @@ struct ApiRequest {
   std::vector<std::string> stop;  // the answer ends before the first of these
   int top_logprobs = 0;           // with logprobs: the K most likely tokens per step
   bool logprobs = false;
+  bool ignore_eos = false;  // llama-server's extension: go on past the end of the turn
   size_t n_ctx = 0;  // Ollama's options.num_ctx; 0: the server's
   // Constrained output (OpenAI's response_format, Ollama's format) as GBNF.
   std::optional<std::string> grammar;

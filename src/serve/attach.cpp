@@ -88,9 +88,12 @@ json request_json(const session::Request& r, const std::string& gbnf) {
     j["base"]["fork"] = r.base->fork_turn.has_value();
   }
   const auto& s = r.sampler;
-  j["sampler"] = {{"temperature", s.temperature}, {"top_k", s.top_k},
-                  {"top_p", s.top_p},             {"min_p", s.min_p},
-                  {"repeat_penalty", s.repeat_penalty}, {"repeat_last_n", s.repeat_last_n},
+  j["sampler"] = {{"temperature", s.temperature},
+                  {"top_k", s.top_k},
+                  {"top_p", s.top_p},
+                  {"min_p", s.min_p},
+                  {"repeat_penalty", s.repeat_penalty},
+                  {"repeat_last_n", s.repeat_last_n},
                   {"seed", s.seed}};
   j["n_predict"] = r.n_predict;
   j["n_ctx"] = r.n_ctx;
@@ -196,7 +199,8 @@ session::Answer answer_from_json(const json& j) {
   a.reasoning = from_byte_string(j.at("reasoning"));
   for (const json& st : j.at("steps")) {
     engine::Step step{st.at(0).get<int32_t>(), {}};
-    for (const json& t : st.at(1)) step.top.push_back({t.at(0).get<int32_t>(), t.at(1).get<double>()});
+    for (const json& t : st.at(1))
+      step.top.push_back({t.at(0).get<int32_t>(), t.at(1).get<double>()});
     a.steps.push_back(std::move(step));
   }
   const int stop = j.at("stop").get<int>();
@@ -217,8 +221,8 @@ session::Answer answer_from_json(const json& j) {
   }
   a.store_error = j.at("store_error").get<std::string>();
   if (j.contains("forked_from")) {
-    a.forked_from = std::pair(j["forked_from"].at(0).get<int64_t>(),
-                              j["forked_from"].at(1).get<int>());
+    a.forked_from =
+        std::pair(j["forked_from"].at(0).get<int64_t>(), j["forked_from"].at(1).get<int>());
   }
   a.branched = j.at("branched").get<bool>();
   a.warnings = j.at("warnings").get<std::vector<std::string>>();
@@ -320,7 +324,8 @@ std::optional<session::Outcome<session::Answer>> attached_generate(
         result = failure_from_json(e["failure"]);
       }
     } catch (const json::exception& ex) {
-      result = Failure{FailureKind::Runtime, std::string("attach: a malformed event: ") + ex.what()};
+      result =
+          Failure{FailureKind::Runtime, std::string("attach: a malformed event: ") + ex.what()};
     }
   };
   httplib::Request req;

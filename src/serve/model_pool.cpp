@@ -8,8 +8,7 @@ session::Outcome<std::shared_ptr<const session::LoadedModel>> ModelPool::get(con
   std::error_code ec;
   fs::path key = fs::canonical(path, ec);
   if (ec) {
-    return session::Failure{session::FailureKind::Runtime,
-                            path.string() + ": " + ec.message()};
+    return session::Failure{session::FailureKind::Runtime, path.string() + ": " + ec.message()};
   }
   std::shared_ptr<Entry> e;
   {

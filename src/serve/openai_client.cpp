@@ -44,7 +44,7 @@ struct Reception {
   SseParser parser;
   std::vector<SseEvent> events;
   ChatResult result;
-  long status = 0;       // the HTTP status, read with the first byte of the body
+  long status = 0;         // the HTTP status, read with the first byte of the body
   bool json_body = false;  // Content-Type application/json: a whole answer, not a stream
   std::string body;        // an error's body, or a whole JSON answer
   bool done = false;       // "data: [DONE]" seen
@@ -132,7 +132,8 @@ Result<void> take_json_answer(Reception& r) {
   if (choice.contains("message")) choice["delta"] = choice["message"];
   chunk["choices"].push_back(choice);
   if (j.contains("usage")) chunk["usage"] = j["usage"];
-  auto parsed = parse_chat_chunk(chunk.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  auto parsed =
+      parse_chat_chunk(chunk.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   if (!parsed) return parsed.error();
   pass_on(r, parsed->content, parsed->reasoning);
   r.result.finish_reason = parsed->finish_reason;
@@ -186,7 +187,8 @@ Result<Endpoint> parse_endpoint(std::string_view url) {
   const size_t slash = rest.find('/');
   const std::string_view authority = rest.substr(0, slash);
   if (authority.find('@') != std::string_view::npos) {
-    return Error{"backend '" + printable(scheme) + "...': a URL with a user name or password; "
+    return Error{"backend '" + printable(scheme) +
+                 "...': a URL with a user name or password; "
                  "give the key in an environment variable (api_key_env)"};
   }
   if (authority.empty()) return Error{"backend '" + shown + "': the URL has no host"};
@@ -284,10 +286,11 @@ Result<ChatResult> stream_chat(const ChatCall& call, const ChatHandlers& handler
   if (r.done && !finished) return std::move(r.result);
   if (!finished) return fail("the HTTP client stopped without a result (libcurl)");
   if (code == CURLE_OPERATION_TIMEDOUT) {
-    return fail(status == 0 ? "no answer within the timeout (" + std::to_string(call.connect_timeout_s) +
-                                  " s to connect, " + std::to_string(call.idle_timeout_s) + " s idle)"
-                            : "timed out: nothing received for " +
-                                  std::to_string(call.idle_timeout_s) + " s");
+    return fail(status == 0
+                    ? "no answer within the timeout (" + std::to_string(call.connect_timeout_s) +
+                          " s to connect, " + std::to_string(call.idle_timeout_s) + " s idle)"
+                    : "timed out: nothing received for " + std::to_string(call.idle_timeout_s) +
+                          " s");
   }
   if (code != CURLE_OK) {
     const std::string why = curl_error[0] != '\0' ? curl_error : curl_easy_strerror(code);
@@ -302,7 +305,8 @@ Result<ChatResult> stream_chat(const ChatCall& call, const ChatHandlers& handler
     if (auto ok = take_json_answer(r); !ok) return fail(ok.error().message);
     return std::move(r.result);
   }
-  if (auto ok = r.parser.finish(r.events); !ok) return fail("malformed stream: " + ok.error().message);
+  if (auto ok = r.parser.finish(r.events); !ok)
+    return fail("malformed stream: " + ok.error().message);
   if (!take_events(r) && r.failure) return fail("malformed stream: " + r.failure->message);
   if (r.stopped) {
     r.result.interrupted = true;

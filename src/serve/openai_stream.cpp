@@ -50,7 +50,8 @@ Result<ChatChunk> parse_chat_chunk(std::string_view data) {
   if (j.is_discarded()) {
     return Error{"a stream event is not JSON: '" + printable(data, 80) + "'"};
   }
-  if (!j.is_object()) return Error{"a stream event is not a JSON object: '" + printable(data, 80) + "'"};
+  if (!j.is_object())
+    return Error{"a stream event is not a JSON object: '" + printable(data, 80) + "'"};
   if (auto e = j.find("error"); e != j.end() && !e->is_null()) {
     return Error{"the server reported: " + printable(message_of(*e), 200)};
   }

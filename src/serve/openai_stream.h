@@ -22,9 +22,9 @@ struct ChatUsage {
 
 // One event of the stream.
 struct ChatChunk {
-  bool done = false;          // "data: [DONE]": the stream's end
-  std::string content;        // choices[0].delta.content
-  std::string reasoning;      // choices[0].delta.reasoning_content (or "reasoning")
+  bool done = false;                         // "data: [DONE]": the stream's end
+  std::string content;                       // choices[0].delta.content
+  std::string reasoning;                     // choices[0].delta.reasoning_content (or "reasoning")
   std::optional<std::string> finish_reason;  // "stop", "length", ...
   std::optional<ChatUsage> usage;
 };

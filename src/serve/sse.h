@@ -58,11 +58,11 @@ class SseParser {
   Result<void> too_large() const;
 
   size_t max_event_bytes_;
-  std::string line_;         // the current line so far (no line break)
-  bool after_cr_ = false;    // the last byte was a CR: an LF next is part of it
-  bool started_ = false;     // past a possible byte order mark
+  std::string line_;       // the current line so far (no line break)
+  bool after_cr_ = false;  // the last byte was a CR: an LF next is part of it
+  bool started_ = false;   // past a possible byte order mark
   bool failed_ = false;
-  bool has_data_ = false;    // a data line was seen since the last dispatch
+  bool has_data_ = false;  // a data line was seen since the last dispatch
   SseEvent pending_;
 };
 

@@ -2,12 +2,13 @@
 // fields they read against what OpenAI's and Ollama's documentation define,
 // the stop-string matcher against a plain search of the whole text, and the
 // attach protocol's round trips.
+#include "serve/api.h"
+
 #include <gtest/gtest.h>
 
 #include <random>
 
 #include "grammar/grammar.h"
-#include "serve/api.h"
 #include "serve/attach.h"
 
 namespace quip::serve {
@@ -32,7 +33,7 @@ TEST(ServeApi, OpenAiChatFields) {
                  {"role": "assistant", "content": null},
                  {"role": "user", "content": "Again"}],
     "max_completion_tokens": 12, "temperature": 0.5, "top_p": 0.9, "seed": 7,
-    "stop": ["\n\n", "END"], "logprobs": true, "top_logprobs": 3, "n": 1,
+    "stop": ["\n\n", "END"], "logprobs": true, "top_logprobs": 3, "n": 1, "ignore_eos": true,
     "unknown_field": {"ignored": true}})"));
   EXPECT_EQ(r.model, "qwen");
   EXPECT_TRUE(r.chat);
@@ -49,6 +50,7 @@ TEST(ServeApi, OpenAiChatFields) {
   EXPECT_EQ(r.stop, (std::vector<std::string>{"\n\n", "END"}));
   EXPECT_TRUE(r.logprobs);
   EXPECT_EQ(r.top_logprobs, 3);
+  EXPECT_TRUE(r.ignore_eos);
   EXPECT_FALSE(r.grammar);
 }
 
@@ -131,9 +133,11 @@ TEST(ServeApi, BrokenBodiesCatalogue) {
       {parse_openai_chat,
        R"({"messages": [{"role": "user", "content": "x"}], "max_tokens": 99999999999999999999})",
        "'max_tokens'"},
-      {parse_openai_chat, R"({"messages": [{"role": "user", "content": "x"}], "temperature": "hot"})",
+      {parse_openai_chat,
+       R"({"messages": [{"role": "user", "content": "x"}], "temperature": "hot"})",
        "'temperature' must be a number"},
-      {parse_openai_chat, R"({"messages": [{"role": "user", "content": "x"}], "n": 2})", "'n' must be 1"},
+      {parse_openai_chat, R"({"messages": [{"role": "user", "content": "x"}], "n": 2})",
+       "'n' must be 1"},
       {parse_openai_chat, R"({"messages": [{"role": "user", "content": "x"}], "stop": [1]})",
        "'stop' must be a string or an array"},
       {parse_openai_chat, R"({"messages": [{"role": "user", "content": "x"}], "top_logprobs": 21})",
@@ -147,25 +151,31 @@ TEST(ServeApi, BrokenBodiesCatalogue) {
       {parse_openai_chat,
        R"({"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "json_schema", "json_schema": {"schema": {"type": "frog"}}}})",
        "response_format.json_schema"},
-      {parse_openai_chat, R"({"messages": [{"role": "user", "content": "x"}], "stream_options": 1})",
+      {parse_openai_chat,
+       R"({"messages": [{"role": "user", "content": "x"}], "stream_options": 1})",
        "'stream_options'"},
       {parse_openai_completion, R"({"prompt": 5})", "'prompt' must be a string"},
       {parse_openai_completion, R"({"prompt": ""})", "'prompt' is empty"},
       {parse_openai_completion, R"({"prompt": ["a", "b"]})", "'prompt'"},
       {parse_ollama_chat, R"({"messages": [{"role": "user", "content": "x"}]})",
        "'model' must be a string"},
-      {parse_ollama_chat, R"({"model": "m", "messages": [{"role": "user", "content": "x", "images": ["AAAA"]}]})",
+      {parse_ollama_chat,
+       R"({"model": "m", "messages": [{"role": "user", "content": "x", "images": ["AAAA"]}]})",
        "images are not supported"},
-      {parse_ollama_chat, R"({"model": "m", "messages": [{"role": "user", "content": "x"}], "options": []})",
+      {parse_ollama_chat,
+       R"({"model": "m", "messages": [{"role": "user", "content": "x"}], "options": []})",
        "'options' must be an object"},
       {parse_ollama_chat,
        R"({"model": "m", "messages": [{"role": "user", "content": "x"}], "options": {"num_predict": "5"}})",
        "'num_predict' must be an integer"},
-      {parse_ollama_chat, R"({"model": "m", "messages": [{"role": "user", "content": "x"}], "format": "xml"})",
+      {parse_ollama_chat,
+       R"({"model": "m", "messages": [{"role": "user", "content": "x"}], "format": "xml"})",
        "'format'"},
-      {parse_ollama_chat, R"({"model": "m", "messages": [{"role": "user", "content": "x"}], "format": 7})",
+      {parse_ollama_chat,
+       R"({"model": "m", "messages": [{"role": "user", "content": "x"}], "format": 7})",
        "'format'"},
-      {parse_ollama_chat, R"({"model": "m", "messages": [{"role": "user", "content": "x"}], "think": "no"})",
+      {parse_ollama_chat,
+       R"({"model": "m", "messages": [{"role": "user", "content": "x"}], "think": "no"})",
        "'think'"},
       {parse_ollama_generate, R"({"model": "m", "prompt": 1})", "'prompt' must be a string"},
       {parse_ollama_generate, R"({"model": "m", "system": []})", "'system' must be a string"},

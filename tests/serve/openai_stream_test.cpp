@@ -10,9 +10,9 @@ namespace quip::serve {
 namespace {
 
 TEST(OpenAiStream, ContentReasoningFinishAndUsage) {
-  auto c = parse_chat_chunk(
-      R"({"id":"x","object":"chat.completion.chunk","choices":[{"index":0,)"
-      R"("delta":{"role":"assistant","content":"Hel"},"finish_reason":null}]})");
+  auto c =
+      parse_chat_chunk(R"({"id":"x","object":"chat.completion.chunk","choices":[{"index":0,)"
+                       R"("delta":{"role":"assistant","content":"Hel"},"finish_reason":null}]})");
   ASSERT_TRUE(c.ok()) << c.error().message;
   EXPECT_EQ(c->content, "Hel");
   EXPECT_FALSE(c->finish_reason);
@@ -29,9 +29,8 @@ TEST(OpenAiStream, ContentReasoningFinishAndUsage) {
   ASSERT_TRUE(c.ok());
   EXPECT_EQ(c->finish_reason, "length");
 
-  c = parse_chat_chunk(
-      R"({"choices":[],"usage":{"prompt_tokens":12,"completion_tokens":5,)"
-      R"("total_tokens":17,"prompt_tokens_details":{"cached_tokens":8}}})");
+  c = parse_chat_chunk(R"({"choices":[],"usage":{"prompt_tokens":12,"completion_tokens":5,)"
+                       R"("total_tokens":17,"prompt_tokens_details":{"cached_tokens":8}}})");
   ASSERT_TRUE(c.ok());
   ASSERT_TRUE(c->usage);
   EXPECT_EQ(c->usage->prompt_tokens, 12u);

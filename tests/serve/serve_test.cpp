@@ -291,11 +291,13 @@ TEST_F(ServeTest, OllamaRoutes) {
   ASSERT_EQ(ps["models"].size(), 1u) << ps;
   EXPECT_EQ(ps["models"][0]["name"], name_);
   EXPECT_EQ(json::parse(curl({base_ + "/api/version"}).out)["version"], QUIP_PROJECT_VERSION);
-  const json show = json::parse(curl({base_ + "/api/show", "-d", R"({"model": ")" + name_ + "\"}"}).out);
+  const json show =
+      json::parse(curl({base_ + "/api/show", "-d", R"({"model": ")" + name_ + "\"}"}).out);
   EXPECT_EQ(show["details"]["format"], "gguf");
   EXPECT_EQ(show["model_info"]["general.architecture"], "qwen2");
-  RunResult missing = curl({"-w", "\n%{http_code}", base_ + "/api/chat", "-d",
-                            R"({"model": "nope", "messages": [{"role": "user", "content": "x"}]})"});
+  RunResult missing =
+      curl({"-w", "\n%{http_code}", base_ + "/api/chat", "-d",
+            R"({"model": "nope", "messages": [{"role": "user", "content": "x"}]})"});
   EXPECT_TRUE(missing.out.ends_with("\n404")) << missing.out;
   EXPECT_NE(missing.out.find("not found"), std::string::npos);
   // quip ps reads the same over the socket.
@@ -319,9 +321,9 @@ TEST_F(ServeTest, TheShellAttachesAndRecordsAsInProcess) {
   // The same follow-up in-process gives the same answer.
   RunOptions local = opts();
   local.env.push_back({"QUIP_NO_SERVE", "1"});
-  const json c = quip_json({"--cid", std::to_string(a["conversation"].get<int64_t>()) + "@1", "-n",
-                            "8", "And then?"},
-                           local);
+  const json c = quip_json(
+      {"--cid", std::to_string(a["conversation"].get<int64_t>()) + "@1", "-n", "8", "And then?"},
+      local);
   EXPECT_EQ(c["engine"], "local");
   EXPECT_EQ(c["text"], b["text"]);
   EXPECT_EQ(c["prompt_tokens"], b["prompt_tokens"]);
@@ -330,7 +332,8 @@ TEST_F(ServeTest, TheShellAttachesAndRecordsAsInProcess) {
   RunResult text = quip::testing::run_quip({"-m", model_, "-n", "8", "Hello there"}, opts());
   EXPECT_EQ(text.status, 0);
   EXPECT_EQ(text.out, expected);
-  RunResult bad = quip::testing::run_quip({"-m", model_, "--template", "/nonexistent", "x"}, opts());
+  RunResult bad =
+      quip::testing::run_quip({"-m", model_, "--template", "/nonexistent", "x"}, opts());
   EXPECT_EQ(bad.status, 2) << bad.err;
   RunResult log = quip::testing::run_quip({"log", "--json"}, opts());
   // The attached conversation, its fork, and the two single calls.
@@ -454,7 +457,8 @@ TEST_F(ServeTest, QuipAsTheBackendOfQuip) {
   const json served = client({"chat", base_, name_, "What is 1+1?", "8"});
   RunOptions o = opts();
   o.env.push_back({"QUIP_NO_SERVE", "1"});  // the HTTP route, not the socket
-  RunResult r = quip::testing::run_quip({"--backend", base_, "-m", name_, "-n", "8", "What is 1+1?"}, o);
+  RunResult r =
+      quip::testing::run_quip({"--backend", base_, "-m", name_, "-n", "8", "What is 1+1?"}, o);
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(as_api_text(r.out), served["text"]);
   RunResult next = quip::testing::run_quip({"-c", "-n", "4", "And 2+2?"}, o);

@@ -105,12 +105,20 @@ TEST(Sse, TheStandardsExamples) {
 }
 
 TEST(Sse, ByteOrderMarkOnlyAtTheStart) {
-  EXPECT_EQ(datas(parse("\xEF\xBB\xBF" "data: a\n\n")), (Datas{"a"}));
+  EXPECT_EQ(datas(parse("\xEF\xBB\xBF"
+                        "data: a\n\n")),
+            (Datas{"a"}));
   // Elsewhere it is part of the line (here of a field name nobody knows).
-  EXPECT_TRUE(parse("\n\xEF\xBB\xBF" "data: a\n\n").events.empty());
+  EXPECT_TRUE(parse("\n\xEF\xBB\xBF"
+                    "data: a\n\n")
+                  .events.empty());
   // A start that only looks like one.
-  EXPECT_TRUE(parse("\xEF\xBB" "data: a\n\n").events.empty());
-  EXPECT_EQ(datas(parse("\xEF\n" "data: a\n\n")), (Datas{"a"}));
+  EXPECT_TRUE(parse("\xEF\xBB"
+                    "data: a\n\n")
+                  .events.empty());
+  EXPECT_EQ(datas(parse("\xEF\n"
+                        "data: a\n\n")),
+            (Datas{"a"}));
 }
 
 TEST(Sse, TheLastEventWithoutItsEmptyLine) {
