@@ -636,7 +636,19 @@ int generate_main(const std::vector<std::string>& args, std::ostream& out, std::
         f, request, {}, "remote",
         [&](const session::Callbacks& c) { return run_remote_call(*call, request, c); }, out, err);
   }
-  if (auto* failure = std::get_if<Failure>(&choice)) return fail(*failure);
+  // A running server of this user (unless told to run here) answers; with
+  // no model named anywhere, it answers with its own default model.
+  std::optional<fs::path> socket;
+  if (!f.local && !env_set("QUIP_NO_SERVE")) socket = serve::default_socket_path();
+  std::optional<Failure> no_model;
+  if (auto* failure = std::get_if<Failure>(&choice)) {
+    std::error_code ec;
+    const bool server_default = !f.model && !request.base && socket && fs::is_socket(*socket, ec) &&
+                                !f.print_prompt && !f.estimate;
+    if (!server_default) return fail(*failure);
+    no_model = *failure;
+    choice = ModelChoice{{}, merged(config->settings, f.settings)};
+  }
   const ModelChoice& model = std::get<ModelChoice>(choice);
   const Settings& s = model.settings;
   auto sampler = sampler_settings(s);
@@ -745,8 +757,6 @@ int generate_main(const std::vector<std::string>& args, std::ostream& out, std::
     prompt_tokens = prompt->tokens;
     return session::generate(*loaded, request, *prompt, callbacks);
   };
-  std::optional<fs::path> socket;
-  if (!f.local && !env_set("QUIP_NO_SERVE")) socket = serve::default_socket_path();
   return answer_call(
       f, request, prompt_tokens, engine,
       [&](const session::Callbacks& callbacks) -> session::Outcome<session::Answer> {
@@ -757,6 +767,7 @@ int generate_main(const std::vector<std::string>& args, std::ostream& out, std::
             return std::move(*attached);
           }
         }
+        if (no_model) return session::Failure{FailureKind::Usage, no_model->message};
         return run_here(callbacks);
       },
       out, err);

@@ -130,6 +130,8 @@ void Server::Impl::attach_routes(httplib::Server& s) {
       failure = request.failure();
     } else {
       p->request = std::move(*request);
+      // A call that names no model gets the server's first.
+      if (p->request.model_path.empty()) p->request.model_path = o.models.front().path;
       server_settings(p->request);
       if (auto e = load(*p, /*bounded=*/false)) {
         failure = session::Failure{e->status == 400   ? session::FailureKind::Usage

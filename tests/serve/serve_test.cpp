@@ -335,9 +335,13 @@ TEST_F(ServeTest, TheShellAttachesAndRecordsAsInProcess) {
   RunResult bad =
       quip::testing::run_quip({"-m", model_, "--template", "/nonexistent", "x"}, opts());
   EXPECT_EQ(bad.status, 2) << bad.err;
+  // With no model named anywhere, the server's answers.
+  RunResult bare = quip::testing::run_quip({"-n", "8", "Hello there"}, opts());
+  EXPECT_EQ(bare.status, 0) << bare.err;
+  EXPECT_EQ(bare.out, expected);
   RunResult log = quip::testing::run_quip({"log", "--json"}, opts());
-  // The attached conversation, its fork, and the two single calls.
-  EXPECT_EQ(json::parse(log.out).size(), 4u) << log.out;
+  // The attached conversation, its fork, and the three single calls.
+  EXPECT_EQ(json::parse(log.out).size(), 5u) << log.out;
 }
 
 TEST_F(ServeTest, SixteenConcurrentCallsAllCompleteCorrectlyAndAreRecorded) {
@@ -427,6 +431,8 @@ TEST_F(ServeTest, LimitsKeysAndStopping) {
   EXPECT_EQ(stop.status, 0) << stop.err;
   EXPECT_EQ(server->stop(0), 0) << server->log();
   EXPECT_EQ(quip::testing::run_quip({"ps"}, opts()).status, 1);
+  // Without a server, a call that names no model is the usage error it always was.
+  EXPECT_EQ(quip::testing::run_quip({"-n", "1", "hi"}, opts()).status, 2);
 
   // Off loopback, a key is required; with one, TCP clients must send it.
   RunResult open = quip::testing::run_quip(
