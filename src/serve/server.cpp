@@ -68,7 +68,7 @@ std::variant<Server::Impl::Prepared, ApiError> Server::Impl::prepare(const ApiRe
 
 std::optional<ApiError> Server::Impl::load(Server::Impl::Prepared& p, bool bounded) {
   if (stopping) return ApiError{503, "the server is shutting down"};
-  p.slot = acquire(!bounded);
+  p.slot = acquire(!bounded, p.request.threads);
   if (!p.slot) return ApiError{503, "the server is busy: too many requests wait"};
   auto model = pool.get(p.request.model_path);
   if (!model) return ApiError{http_status(model.failure()), model.failure().message};

@@ -111,14 +111,18 @@ struct Server::Impl {
       impl->slots_cv.notify_one();
     }
   };
-  // Waits for a slot; none when the queue is full (bounded unless `wait_always`).
-  std::shared_ptr<Slot> acquire(bool wait_always) {
+  // Waits for a slot; none when the queue is full (bounded unless
+  // `wait_always`). `threads`: the call's share of the server's threads,
+  // all of them for a call that runs alone (each call has its own forward
+  // pass until calls are batched together).
+  std::shared_ptr<Slot> acquire(bool wait_always, int& threads) {
     std::unique_lock lock(slots_mu);
     if (running >= o.parallel && !wait_always && waiting >= o.max_queue) return nullptr;
     ++waiting;
     slots_cv.wait(lock, [&] { return running < o.parallel; });
     --waiting;
     ++running;
+    threads = std::max(1, o.threads / running);
     return std::shared_ptr<Slot>(new Slot{this});
   }
 
@@ -157,9 +161,9 @@ struct Server::Impl {
     std::string model_name;
   };
 
-  // The request's defaults that the server sets (threads, kernels, cache).
+  // The request's defaults that the server sets (kernels, context); its
+  // threads come with its slot.
   void server_settings(session::Request& r) const {
-    r.threads = std::max(1, o.threads / std::max(1, o.parallel));
     r.isa = o.isa;
     if (r.n_ctx == 0) r.n_ctx = o.n_ctx;
   }
