@@ -476,3 +476,28 @@ TEST_F(ServeTest, QuipAsTheBackendOfQuip) {
 
 }  // namespace
 }  // namespace quip::serve
+
+namespace quip::serve {
+namespace {
+
+// Models load on first use and unload after --keep-alive idle.
+TEST_F(ServeTest, ModelsLoadOnFirstUseAndUnloadWhenIdle) {
+  auto server = start({"--keep-alive", "1s"});
+  const auto held = [&] { return json::parse(curl({base_ + "/api/ps"}).out)["models"].size(); };
+  EXPECT_EQ(held(), 0u);
+  client({"chat", base_, name_, "Hi", "2"});
+  EXPECT_EQ(held(), 1u);
+  size_t now = 1;
+  for (int i = 0; i < 100 && now != 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    now = held();
+  }
+  EXPECT_EQ(now, 0u);
+  EXPECT_EQ(metric("quip_models_loaded"), 0u);
+  // And loads again on the next call.
+  client({"chat", base_, name_, "Hi", "2"});
+  EXPECT_EQ(held(), 1u);
+}
+
+}  // namespace
+}  // namespace quip::serve
