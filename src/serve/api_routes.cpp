@@ -98,7 +98,6 @@ void Server::Impl::openai_routes(httplib::Server& s) {
                           {"system_fingerprint", "quip-" + o.version},
                           {"choices", std::move(choices)}};
             };
-            std::atomic<bool> cancel{false};
             bool gone = false;
             if (chat) {
               json first = chunk(json::array({{{"index", 0},
@@ -106,30 +105,17 @@ void Server::Impl::openai_routes(httplib::Server& s) {
                                                {"finish_reason", nullptr}}}));
               gone = !event(first);
             }
-            StopMatcher stops(a.stop);
-            session::Callbacks cb;
-            cb.on_token = [&](int32_t, std::string_view piece) {
-              const std::string out = stops.push(piece);
-              if (!out.empty() && !gone) gone = !event(chunk(json::array({choice_piece(out, "")})));
-              return !gone && !stops.stopped();
-            };
-            cb.on_reasoning = [&](std::string_view piece) {
-              if (!gone) {
-                gone = !event(chunk(json::array({choice_piece("", std::string(piece))})));
-              }
-            };
-            cb.keep_going = [&] { return !gone; };
-            auto answer = run(*p, cb, cancel);
-            if (gone) {
-              ++cancelled;
-              return false;
-            }
+            auto answer = run_streamed(
+                *p, a.stop,
+                [&](std::string_view text, std::string_view reasoning) {
+                  return event(chunk(
+                      json::array({choice_piece(std::string(text), std::string(reasoning))})));
+                },
+                gone);
+            if (gone) return false;
             if (!answer) {
               event(openai_error({http_status(answer.failure()), answer.failure().message}));
             } else {
-              if (std::string rest = stops.flush(); !rest.empty()) {
-                event(chunk(json::array({choice_piece(rest, "")})));
-              }
               json last = chat ? json{{"index", 0}, {"delta", json::object()}}
                                : json{{"index", 0}, {"text", ""}};
               last["finish_reason"] = finish_reason(*answer);
@@ -229,40 +215,32 @@ void Server::Impl::ollama_routes(httplib::Server& s) {
         }
         return send_json(res, 200, final_json(*answer, text));
       }
-      res.set_chunked_content_provider("application/x-ndjson", [this, p, a, piece_json, final_json](
-                                                                   size_t,
-                                                                   httplib::DataSink& sink) {
-        bool gone = false;
-        const auto line = [&](const json& j) {
-          const std::string l = dump(j) + "\n";
-          if (!gone) gone = !sink.write(l.data(), l.size());
-        };
-        std::atomic<bool> cancel{false};
-        StopMatcher stops(a.stop);
-        session::Callbacks cb;
-        cb.on_token = [&](int32_t, std::string_view piece) {
-          if (std::string out = stops.push(piece); !out.empty()) line(piece_json(out, ""));
-          return !gone && !stops.stopped();
-        };
-        cb.on_reasoning = [&](std::string_view piece) { line(piece_json("", std::string(piece))); };
-        cb.keep_going = [&] { return !gone; };
-        auto answer = run(*p, cb, cancel);
-        if (gone) {
-          ++cancelled;
-          return false;
-        }
-        if (!answer) {
-          line({{"error", answer.failure().message}});
-        } else {
-          if (std::string rest = stops.flush(); !rest.empty()) line(piece_json(rest, ""));
-          json last = final_json(*answer, "");
-          if (last.contains("message")) last["message"].erase("thinking");
-          last.erase("thinking");
-          line(last);
-        }
-        sink.done();
-        return true;
-      });
+      res.set_chunked_content_provider(
+          "application/x-ndjson",
+          [this, p, a, piece_json, final_json](size_t, httplib::DataSink& sink) {
+            const auto line = [&](const json& j) {
+              const std::string l = dump(j) + "\n";
+              return sink.write(l.data(), l.size());
+            };
+            bool gone = false;
+            auto answer = run_streamed(
+                *p, a.stop,
+                [&](std::string_view text, std::string_view thinking) {
+                  return line(piece_json(std::string(text), std::string(thinking)));
+                },
+                gone);
+            if (gone) return false;
+            if (!answer) {
+              line({{"error", answer.failure().message}});
+            } else {
+              json last = final_json(*answer, "");
+              if (last.contains("message")) last["message"].erase("thinking");
+              last.erase("thinking");
+              line(last);
+            }
+            sink.done();
+            return true;
+          });
     };
   };
   s.Post("/api/chat", answer_route(true));

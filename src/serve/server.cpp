@@ -98,19 +98,42 @@ session::Outcome<session::Answer> Server::Impl::run(Server::Impl::Prepared& p,
   return answer;
 }
 
+session::Outcome<session::Answer> Server::Impl::run_streamed(
+    Prepared& p, const std::vector<std::string>& stops,
+    const std::function<bool(std::string_view text, std::string_view reasoning)>& send,
+    bool& gone) {
+  std::atomic<bool> cancel{false};
+  StopMatcher matcher(stops);
+  const auto pass = [&](std::string_view text, std::string_view reasoning) {
+    if (!gone && (!text.empty() || !reasoning.empty())) gone = !send(text, reasoning);
+  };
+  session::Callbacks cb;
+  cb.on_token = [&](int32_t, std::string_view piece) {
+    pass(matcher.push(piece), {});
+    return !gone && !matcher.stopped();
+  };
+  cb.on_reasoning = [&](std::string_view piece) { pass({}, piece); };
+  cb.keep_going = [&] { return !gone; };
+  auto answer = run(p, cb, cancel);
+  if (gone) {
+    ++cancelled;
+    return answer;
+  }
+  if (answer) pass(matcher.flush(), {});
+  return answer;
+}
+
 session::Outcome<session::Answer> Server::Impl::run_whole(Prepared& p,
                                                           const std::vector<std::string>& stops,
                                                           std::string& text) {
-  std::atomic<bool> cancel{false};
-  StopMatcher matcher(stops);
-  session::Callbacks cb;
-  cb.on_token = [&](int32_t, std::string_view piece) {
-    text += matcher.push(piece);
-    return !matcher.stopped();
-  };
-  auto answer = run(p, cb, cancel);
-  text += matcher.flush();
-  return answer;
+  bool gone = false;
+  return run_streamed(
+      p, stops,
+      [&](std::string_view piece, std::string_view) {
+        text += piece;
+        return true;
+      },
+      gone);
 }
 
 void Server::Impl::attach_routes(httplib::Server& s) {

@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -191,6 +192,15 @@ struct Server::Impl {
   // caller's together) and counts the outcome.
   session::Outcome<session::Answer> run(Prepared& p, session::Callbacks callbacks,
                                         const std::atomic<bool>& cancel);
+  // A call whose answer goes out as it comes: each piece of the answer up to
+  // the first of `stops` (text that may begin one is held back until it
+  // cannot), and each piece of its reasoning, goes to `send`, which returns
+  // false once the client is gone. `gone` says so (true on entry: nothing is
+  // sent); a call whose client went away stops and counts as cancelled.
+  session::Outcome<session::Answer> run_streamed(
+      Prepared& p, const std::vector<std::string>& stops,
+      const std::function<bool(std::string_view text, std::string_view reasoning)>& send,
+      bool& gone);
   // A call answered whole (not streamed): `text` is its answer up to the
   // first of `stops`.
   session::Outcome<session::Answer> run_whole(Prepared& p, const std::vector<std::string>& stops,
