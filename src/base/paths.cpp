@@ -54,4 +54,15 @@ std::optional<std::filesystem::path> config_dir() {
   return std::nullopt;
 }
 
+std::optional<std::filesystem::path> server_socket() {
+  if (auto socket = env_path("QUIP_SOCKET")) return *socket;
+  // QUIP_HOME keeps everything of a test or script under it, the server too.
+  if (auto home = quip_home("serve.sock")) return *home;
+  if (auto run = env_path("XDG_RUNTIME_DIR"); run && run->is_absolute()) {
+    return *run / "quip" / "serve.sock";
+  }
+  if (auto cache = cache_dir()) return *cache / "serve.sock";
+  return std::nullopt;
+}
+
 }  // namespace quip

@@ -27,6 +27,12 @@ std::optional<std::filesystem::path> cache_dir();
 // $QUIP_HOME/data, else $XDG_DATA_HOME/quip, else $HOME/.local/share/quip.
 std::optional<std::filesystem::path> data_dir();
 
+// The socket of this user's `quip serve` (serve/server.h), which the
+// command attaches to: $QUIP_SOCKET, else serve.sock under $QUIP_HOME, else
+// $XDG_RUNTIME_DIR/quip/serve.sock (an absolute one), else serve.sock in
+// cache_dir(). Nullopt when none of these is set.
+std::optional<std::filesystem::path> server_socket();
+
 // The folder for the user's settings (config.toml): $QUIP_HOME/config, else
 // $XDG_CONFIG_HOME/quip, else $HOME/.config/quip.
 std::optional<std::filesystem::path> config_dir();

@@ -639,7 +639,7 @@ int generate_main(const std::vector<std::string>& args, std::ostream& out, std::
   // A running server of this user (unless told to run here) answers; with
   // no model named anywhere, it answers with its own default model.
   std::optional<fs::path> socket;
-  if (!f.local && !env_set("QUIP_NO_SERVE")) socket = serve::default_socket_path();
+  if (!f.local && !env_set("QUIP_NO_SERVE")) socket = server_socket();
   std::optional<Failure> no_model;
   if (auto* failure = std::get_if<Failure>(&choice)) {
     std::error_code ec;

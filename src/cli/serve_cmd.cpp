@@ -1,9 +1,7 @@
 #include "cli/serve_cmd.h"
 
-#include <httplib.h>
 #include <pthread.h>
 #include <signal.h>
-#include <sys/socket.h>
 
 #include <atomic>
 #include <cerrno>
@@ -22,6 +20,7 @@
 #include "kernels/thread_pool.h"
 #include "serve/attach.h"
 #include "serve/server.h"
+#include "serve/socket_client.h"
 #include "store/prefix_cache.h"
 
 namespace quip::cli {
@@ -51,20 +50,13 @@ bool is_loopback(const std::string& host) {
   return host == "127.0.0.1" || host == "localhost" || host == "::1" || host.starts_with("127.");
 }
 
-httplib::Client socket_client(const fs::path& socket) {
-  httplib::Client c(socket.string());
-  c.set_address_family(AF_UNIX);
-  c.set_connection_timeout(2, 0);
-  return c;
-}
-
 std::optional<fs::path> socket_from(const std::optional<std::string>& flag) {
   if (flag) return fs::path(*flag);
-  return serve::default_socket_path();
+  return server_socket();
 }
 
 int stop_server(const fs::path& socket, std::ostream& out, std::ostream& err) {
-  httplib::Client c = socket_client(socket);
+  httplib::Client c = serve::socket_client(socket, 2);
   auto r = c.Post("/quip/shutdown", "{}", "application/json");
   if (!r) {
     print_error(err, "quip serve", "no quip server is running on " + socket.string());
@@ -248,7 +240,7 @@ int ps_main(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   app.add_option("--socket", socket, "the server's Unix socket");
   if (std::optional<int> status = parse_args(app, args, out, err)) return *status;
   const std::optional<fs::path> sock = socket_from(socket);
-  httplib::Client c = socket_client(sock.value_or(fs::path("/nonexistent")));
+  httplib::Client c = serve::socket_client(sock.value_or(fs::path("/nonexistent")), 2);
   auto r = sock ? c.Get("/api/ps") : httplib::Result(nullptr, httplib::Error::Connection);
   if (!r || r->status != 200) {
     print_error(err, "quip ps",

@@ -40,7 +40,7 @@ struct ApiRequest {
   int top_logprobs = 0;           // with logprobs: the K most likely tokens per step
   bool logprobs = false;
   bool ignore_eos = false;  // llama-server's extension: go on past the end of the turn
-  size_t n_ctx = 0;  // Ollama's options.num_ctx; 0: the server's
+  size_t n_ctx = 0;         // Ollama's options.num_ctx; 0: the server's
   // Constrained output (OpenAI's response_format, Ollama's format) as GBNF.
   std::optional<std::string> grammar;
   std::optional<bool> think;  // Ollama's think; OpenAI's reasoning_effort "none" is false

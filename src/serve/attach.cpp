@@ -1,17 +1,13 @@
 #include "serve/attach.h"
 
-#include <httplib.h>
-#include <sys/socket.h>
-
 #include <atomic>
 #include <condition_variable>
-#include <cstdlib>
 #include <mutex>
 #include <thread>
 
-#include "base/paths.h"
 #include "base/text.h"
 #include "grammar/grammar.h"
+#include "serve/socket_client.h"
 
 namespace quip::serve {
 
@@ -19,19 +15,6 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 using session::Failure;
 using session::FailureKind;
-
-std::optional<fs::path> default_socket_path() {
-  if (const char* s = std::getenv("QUIP_SOCKET"); s != nullptr && *s != '\0') return fs::path(s);
-  // QUIP_HOME keeps everything of a test or script under it, the server too.
-  if (const char* home = std::getenv("QUIP_HOME"); home != nullptr && *home != '\0') {
-    return fs::path(home) / "serve.sock";
-  }
-  if (const char* run = std::getenv("XDG_RUNTIME_DIR"); run != nullptr && *run == '/') {
-    return fs::path(run) / "quip" / "serve.sock";
-  }
-  if (auto cache = cache_dir()) return *cache / "serve.sock";
-  return std::nullopt;
-}
 
 json byte_string(std::string_view bytes) {
   // Valid UTF-8 goes as it is; otherwise every byte becomes the code point
@@ -244,25 +227,16 @@ Failure failure_from_json(const json& j) {
                  j.value("message", std::string("the server failed"))};
 }
 
-namespace {
-
-httplib::Client socket_client(const fs::path& socket) {
-  httplib::Client c(socket.string());
-  c.set_address_family(AF_UNIX);
-  c.set_connection_timeout(1, 0);
-  // A long prompt sends nothing for a while: the read waits as long as it takes.
-  c.set_read_timeout(24 * 3600, 0);
-  return c;
-}
-
-}  // namespace
+// A long prompt sends nothing for a while: an attached call's reads wait as
+// long as it takes.
+constexpr time_t kAttachedReadSeconds = 24 * 3600;
 
 std::optional<session::Outcome<session::Answer>> attached_generate(
     const fs::path& socket, const session::Request& request, const std::string& gbnf,
     const session::Callbacks& callbacks, std::vector<int32_t>& prompt_tokens) {
   std::error_code ec;
   if (!fs::is_socket(socket, ec)) return std::nullopt;
-  httplib::Client client = socket_client(socket);
+  httplib::Client client = socket_client(socket, 1, kAttachedReadSeconds);
 
   // The call's id on the server, and whether it should stop: a watcher
   // asks keep_going while the answer streams (a blocked read cannot) and
@@ -272,7 +246,7 @@ std::optional<session::Outcome<session::Answer>> attached_generate(
   std::optional<int64_t> call;
   bool stop_wanted = false, done = false, cancel_sent = false;
   const auto send_cancel = [&](int64_t id) {
-    httplib::Client c = socket_client(socket);
+    httplib::Client c = socket_client(socket, 1, kAttachedReadSeconds);
     (void)c.Post("/quip/cancel", json{{"call", id}}.dump(), "application/json");
   };
   std::thread watcher([&] {

@@ -27,10 +27,6 @@
 
 namespace quip::serve {
 
-// The server's socket: $XDG_RUNTIME_DIR/quip/serve.sock, else serve.sock in
-// the cache folder; none without either.
-std::optional<std::filesystem::path> default_socket_path();
-
 // Bytes as a JSON string that keeps every byte (each as the code point of
 // its value where it is not UTF-8: latin-1 style), and back.
 nlohmann::json byte_string(std::string_view bytes);

@@ -12,6 +12,7 @@
 #include "grammar/grammar.h"
 #include "serve/attach.h"
 #include "serve/server_impl.h"
+#include "serve/socket_client.h"
 
 namespace quip::serve {
 
@@ -322,10 +323,7 @@ Result<void> Server::bind() {
   if (ec) return Error{sock.parent_path().string() + ": " + ec.message()};
   if (fs::exists(sock, ec)) {
     // A live server answers there; a stale socket (a server killed) does not.
-    httplib::Client probe(sock.string());
-    probe.set_address_family(AF_UNIX);
-    probe.set_connection_timeout(1, 0);
-    if (auto r = probe.Get("/health"); r) {
+    if (auto r = socket_client(sock, 1).Get("/health"); r) {
       return Error{"a quip server is already running on " + sock.string() +
                    " (quip serve --stop stops it)"};
     }
