@@ -110,6 +110,21 @@ std::span<const float> Forward::eval(std::span<const int32_t> tokens, bool all_l
   return logits_;
 }
 
+std::span<const float> Forward::decode(std::span<const Row> rows) {
+  CHECK(decodes_rows() && !rows.empty() && rows.size() <= max_batch_);
+  std::vector<int32_t> tokens(rows.size());
+  for (size_t t = 0; t < rows.size(); ++t) {
+    CHECK(rows[t].cache->row_shape().row_width == cache_.row_shape().row_width);
+    rows[t].cache->reserve(rows[t].cache->size() + 1);
+    tokens[t] = rows[t].token;
+  }
+  logits_.resize(rows.size() * hp_.n_vocab);
+  rows_ = rows;
+  eval_batch(tokens, /*all_logits=*/true, logits_.data());
+  rows_ = {};
+  return logits_;
+}
+
 void Forward::eval_batch(std::span<const int32_t> tokens, bool all_logits, float* logits) {
   const size_t n = tokens.size(), pos0 = cache_.size();
   const size_t q_dim = size_t{hp_.n_head} * max_head_dim_;
@@ -140,7 +155,11 @@ void Forward::eval_batch(std::span<const int32_t> tokens, bool all_logits, float
   // every row to the output norm.)
   kept_from_ = logits == nullptr ? n : all_logits ? 0 : n - 1;
   for (uint32_t il = 0; il < hp_.n_layer; ++il) layer(il, n, pos0);
-  cache_.grow_to(pos0 + n);
+  if (rows_.empty()) {
+    cache_.grow_to(pos0 + n);
+  } else {
+    for (const Row& row : rows_) row.cache->grow_to(row.cache->size() + 1);
+  }
 
   if (logits == nullptr) return;
   if (m_.arch().gemma4 && kept_from_ != 0) {
@@ -175,7 +194,7 @@ void Forward::rope_tables(size_t n, size_t pos0) {
     const bool factors = !freq_factors_.empty() && !gemma4_sliding;
     cos_[table].resize(n * half), sin_[table].resize(n * half);
     for (size_t t = 0; t < n; ++t) {
-      ops::rope_angles(pos0 + t, rope, n_rot, factors ? freq_factors_.data() : nullptr,
+      ops::rope_angles(pos_of(t, pos0), rope, n_rot, factors ? freq_factors_.data() : nullptr,
                        cos_[table].data() + t * half, sin_[table].data() + t * half,
                        pairs_at_origin_.empty() ? nullptr : pairs_at_origin_.data());
     }
@@ -195,7 +214,8 @@ void Forward::layer(uint32_t il, size_t n, size_t pos0) {
     // A batch of 64 tokens or more attends as ggml's tiled kernel does,
     // with the queries in float (kernels::attends_in_tiles).
     const uint32_t vd = hp_.value_dim_of(il);
-    const bool tiles = llama_cpp_orders_ && kernels::attends_in_tiles(n, vd);
+    // (Rows of several sequences attend as lone tokens.)
+    const bool tiles = llama_cpp_orders_ && rows_.empty() && kernels::attends_in_tiles(n, vd);
     if (hp_.latent) {
       latent_queries_and_keys(il, n, pos0, tiles);
     } else {
@@ -419,8 +439,6 @@ void Forward::queries_and_keys(uint32_t il, size_t n, size_t pos0, bool tiles) {
     if (!rotates) return;
     ops::rope(head, cos.data() + t * half, sin.data() + t * half, n_rot, m_.arch().rope);
   };
-  uint16_t* k_cache = own_kv ? cache_.k(il) : nullptr;
-  uint16_t* v_cache = own_kv ? cache_.v(il) : nullptr;
   pool_->parallel_for(n, [&](size_t begin, size_t end) {
     for (size_t t = begin; t < end; ++t) {
       float* q = q_.data() + t * q_dim;
@@ -443,7 +461,7 @@ void Forward::queries_and_keys(uint32_t il, size_t n, size_t pos0, bool tiles) {
         for (size_t i = 0; i < q_dim; ++i) q[i] *= hp_.query_scale;
       }
       if (hp_.attn_temp_scale != 0) {
-        const float temperature = hp_.query_temperature(pos0 + t);
+        const float temperature = hp_.query_temperature(pos_of(t, pos0));
         for (size_t i = 0; i < q_dim; ++i) q[i] *= temperature;
       }
       if (!tiles) {
@@ -456,8 +474,8 @@ void Forward::queries_and_keys(uint32_t il, size_t n, size_t pos0, bool tiles) {
         rotate(k + h * hd, t);
         if (gemma4) ops::rms_norm(v + h * hd, nullptr, v + h * hd, hd, hp_.rms_eps);
       }
-      uint16_t* kc = k_cache + (pos0 + t) * kv_dim;
-      uint16_t* vc = v_cache + (pos0 + t) * kv_dim;
+      uint16_t* kc = cache_of(t).k(il) + pos_of(t, pos0) * kv_dim;
+      uint16_t* vc = cache_of(t).v(il) + pos_of(t, pos0) * kv_dim;
       for (size_t i = 0; i < kv_dim; ++i) {
         kc[i] = kernels::f32_to_f16(k[i]);
         vc[i] = kernels::f32_to_f16(v[i]);
@@ -495,7 +513,6 @@ void Forward::latent_queries_and_keys(uint32_t il, size_t n, size_t pos0, bool t
   }
   per_head(l.wk_b, latent_q_.data(), n_head * projected, projected, q_.data(), q_dim, hd, n);
 
-  uint16_t* k_cache = cache_.k(il);
   pool_->parallel_for(n, [&](size_t begin, size_t end) {
     for (size_t t = begin; t < end; ++t) {
       const float* cos = cos_[0].data() + t * half;
@@ -510,13 +527,13 @@ void Forward::latent_queries_and_keys(uint32_t il, size_t n, size_t pos0, bool t
         std::copy(rotated, rotated + n_rot, q + h * hd + rank);
       }
       if (hp_.attn_temp_scale != 0) {
-        const float temperature = hp_.query_temperature(pos0 + t);
+        const float temperature = hp_.query_temperature(pos_of(t, pos0));
         for (size_t i = 0; i < q_dim; ++i) q[i] *= temperature;
       }
       if (!tiles) {
         for (size_t i = 0; i < q_dim; ++i) q[i] = kernels::round_f16(q[i]);
       }
-      uint16_t* kc = k_cache + (pos0 + t) * kv_dim;
+      uint16_t* kc = cache_of(t).k(il) + pos_of(t, pos0) * kv_dim;
       for (size_t i = 0; i < kv_dim; ++i) kc[i] = kernels::f32_to_f16(kv[i]);
     }
   });
@@ -534,6 +551,7 @@ void Forward::latent_queries_and_keys(uint32_t il, size_t n, size_t pos0, bool t
 void Forward::delta_net(uint32_t il, size_t n) {
   const Layer& l = m_.layers()[il];
   const LayerVectors& lv = layers_[il];
+  CHECK(rows_.empty());  // decodes_rows() is false
   const Hparams::DeltaNet& dn = *hp_.delta_net;
   const size_t n_embd = hp_.n_embd, d = dn.head_dim, channels = dn.conv_dim();
   const size_t key_dim = dn.key_dim(), value_dim = dn.value_dim(), n_v = dn.n_v_heads;
@@ -643,8 +661,6 @@ void Forward::attend(uint32_t il, size_t n, size_t pos0, bool tiles) {
   const size_t q_dim = size_t{hp_.n_head} * hd, a_dim = size_t{hp_.n_head} * vd;
   const size_t kv_dim = cache_.row_width(kv_layer);
   const size_t window = hp_.window_of(il);
-  const uint16_t* k_cache = cache_.k(kv_layer);
-  const uint16_t* v_cache = cache_.v(kv_layer);
   const kernels::AttendFn attend_fn = hp_.slides(il) ? attend_sliding_ : attend_;
   // attention: causal, query t sees positions first_seen(pos0 + t,
   // window)..pos0 + t; grouped-query heads (Ainslie et al. 2023) share KV
@@ -663,7 +679,7 @@ void Forward::attend(uint32_t il, size_t n, size_t pos0, bool tiles) {
         float* out = attn_.data() + t0 * a_dim + h * vd;
         float states[2 * kRows];  // with a sink: each query's maximum and sum
         attend_tiles_(dims, rows, pos0 + t0, q_.data() + t0 * q_dim + h * hd, q_dim,
-                      k_cache + kv_head * hd, v_cache + kv_head * vd, kv_dim, scores, window, out,
+                      cache_.k(kv_layer) + kv_head * hd, cache_.v(kv_layer) + kv_head * vd, kv_dim, scores, window, out,
                       a_dim, lv.sinks.empty() ? nullptr : states);
         for (size_t i = 0; i < rows && !lv.sinks.empty(); ++i) {
           kernels::finish_head_with_sink(vd, lv.sinks[h], states + 2 * i, out + i * a_dim);
@@ -675,23 +691,26 @@ void Forward::attend(uint32_t il, size_t n, size_t pos0, bool tiles) {
     // kernel reads each key and value row once for all of them.
     constexpr uint32_t kHeadsPerItem = 4;
     const uint32_t chunks = (group + kHeadsPerItem - 1) / kHeadsPerItem;  // per group
-    // A token decoded alone over a long cache: in ggml's chunks, merged.
-    const size_t split = llama_cpp_orders_ && n == 1 ? kernels::split_attention_chunk(pos0 + 1) : 0;
+    // A token decoded alone over a long cache (each row of decode()'s
+    // among them): in ggml's chunks, merged.
+    const bool alone = llama_cpp_orders_ && (n == 1 || !rows_.empty());
     pool_->parallel_for(n * n_head_kv * chunks, [&](size_t begin, size_t end) {
       for (size_t item = begin; item < end; ++item) {
         const size_t t = item / (n_head_kv * chunks), rest = item % (n_head_kv * chunks);
         const size_t kv_head = rest / chunks, first = rest % chunks * kHeadsPerItem;
         const size_t h = kv_head * group + first;
         const size_t heads = std::min<size_t>(kHeadsPerItem, group - first);
+        const size_t pos = pos_of(t, pos0);
+        const size_t split = alone ? kernels::split_attention_chunk(pos + 1) : 0;
         const float* q = q_.data() + t * q_dim + h * hd;
-        const uint16_t* k = k_cache + kv_head * hd;
-        const uint16_t* v = v_cache + kv_head * vd;
+        const uint16_t* k = cache_of(t).k(kv_layer) + kv_head * hd;
+        const uint16_t* v = cache_of(t).v(kv_layer) + kv_head * vd;
         float* out = attn_.data() + t * a_dim + h * vd;
-        const size_t start = kernels::first_seen(pos0 + t, window);
+        const size_t start = kernels::first_seen(pos, window);
         const float* sinks = lv.sinks.empty() ? nullptr : lv.sinks.data() + h;
         if (split == 0) {
           float states[2 * kHeadsPerItem];  // with sinks: each head's maximum and sum
-          attend_fn(dims, heads, pos0 + t + 1 - start, q, k + start * kv_dim, v + start * kv_dim,
+          attend_fn(dims, heads, pos + 1 - start, q, k + start * kv_dim, v + start * kv_dim,
                     kv_dim, scores, out, sinks != nullptr ? states : nullptr);
           for (size_t g = 0; g < heads && sinks != nullptr; ++g) {
             kernels::finish_head_with_sink(vd, sinks[g], states + 2 * g, out + g * vd);
@@ -706,8 +725,8 @@ void Forward::attend(uint32_t il, size_t n, size_t pos0, bool tiles) {
         thread_local std::vector<float> accs, partials;
         accs.assign(kChunks * heads * vd, 0.0f), partials.assign(kChunks * heads * 2, 0.0f);
         for (size_t g = 0; g < heads; ++g) partials[2 * g] = -INFINITY;
-        for (size_t c = 0; c < kChunks && c * split < pos0 + 1; ++c) {
-          const size_t from = std::max(c * split, start), to = std::min((c + 1) * split, pos0 + 1);
+        for (size_t c = 0; c < kChunks && c * split < pos + 1; ++c) {
+          const size_t from = std::max(c * split, start), to = std::min((c + 1) * split, pos + 1);
           if (from >= to) continue;
           attend_fn(dims, heads, to - from, q, k + from * kv_dim, v + from * kv_dim, kv_dim, scores,
                     accs.data() + c * heads * vd, partials.data() + c * heads * 2);
@@ -984,8 +1003,9 @@ void Forward::multiply(std::span<const Product> products, size_t n_in, size_t n,
         // llama.cpp's float orders for this weight and batch (a tied output
         // is repacked too: llama.cpp loads it a second time, as a weight of
         // the output layer); without them, every column as a token alone.
+        const bool lone = alone || !rows_.empty();  // decode()'s rows: each a lone token
         const kernels::BatchOrder order =
-            kernels::llama_cpp_order(type, p.w->n_out, n_in, llama_cpp_orders_ && !alone ? n : 1);
+            kernels::llama_cpp_order(type, p.w->n_out, n_in, llama_cpp_orders_ && !lone ? n : 1);
         const kernels::DotFn lead_dot = kernels::dot_function(type, isa_, order.lead_order);
         const kernels::DotFn rest_dot = kernels::dot_function(type, isa_, order.rest_order);
         const size_t lead = order.lead;

@@ -69,6 +69,26 @@ class Forward {
   // PRECONDITIONS: tokens is not empty; each id < n_vocab.
   std::span<const float> eval(std::span<const int32_t> tokens, bool all_logits = false);
 
+  // One decoding step of several sequences at once (a server's callers):
+  // each row's token at the position after its own cache's, its keys and
+  // values appended to that cache. Returns the logits after each row's
+  // token, row by row (n_vocab floats each). Each weight is read once for
+  // all the rows, yet each row's logits are bit-identical to those of its
+  // token evaluated alone on a Forward holding its cache: every product in
+  // a lone token's float order, each row attending over its own cache as a
+  // lone token does. This Forward's own cache is not used.
+  // PRECONDITIONS: decodes_rows(); 1 <= rows.size() <= max_batch(); the
+  // caches are distinct, of this model's shape (another Forward's on the
+  // same model), and each holds fewer than its context's positions.
+  struct Row {
+    KvCache* cache;
+    int32_t token;
+  };
+  std::span<const float> decode(std::span<const Row> rows);
+  // Whether decode() takes this model: not with recurrent layers, whose
+  // state a step of several sequences would have to carry row by row.
+  bool decodes_rows() const { return !cache_.has_recurrent(); }
+
   // About the bytes of scratch a batch of n_tokens needs (the buffers
   // below, sized as eval_batch sizes them; operands counted at 4 bytes a
   // value, an upper bound), for estimates made without evaluating.
@@ -91,6 +111,12 @@ class Forward {
   static constexpr size_t kMaxProducts = 32;
 
   void eval_batch(std::span<const int32_t> tokens, bool all_logits, float* logits);
+  // Batch row t's cache and position: the batch's own (this cache, pos0 +
+  // t), or in decode() row t's sequence's.
+  KvCache& cache_of(size_t t) { return rows_.empty() ? cache_ : *rows_[t].cache; }
+  size_t pos_of(size_t t, size_t pos0) const {
+    return rows_.empty() ? pos0 + t : rows_[t].cache->size();
+  }
   void pre_norm(const std::vector<float>& norm, size_t n);
   static void add_bias(const std::vector<float>& bias, float* rows, size_t n);
   void add_residual(const std::vector<float>& post_norm, size_t n);
@@ -144,6 +170,7 @@ class Forward {
   size_t max_head_dim_;                   // the widest layer's heads
   std::vector<uint8_t> pairs_at_origin_;  // Hparams::pair_at_origin, or empty
   KvCache cache_;
+  std::span<const Row> rows_;  // during decode(): the sequence of each batch row
 
   // Scratch, sized for max_batch tokens.
   std::vector<float> x_;          // (batch, n_embd) the residual stream

@@ -51,6 +51,20 @@ Generation generate(Forward& fwd, std::span<const int32_t> prompt, const Generat
   }
   g.cached_tokens = fwd.position();
   const size_t first = fwd.position();
+  // The stepper's, or fwd's own, steps; a stepper hears when they end.
+  const auto eval = [&](std::span<const int32_t> tokens) {
+    return options.stepper ? options.stepper->prompt(fwd, tokens) : fwd.eval(tokens);
+  };
+  const auto decode = [&](int32_t id) {
+    return options.stepper ? options.stepper->decode(fwd, id) : fwd.eval({&id, 1});
+  };
+  struct Done {
+    Stepper* stepper;
+    Forward& fwd;
+    ~Done() {
+      if (stepper) stepper->done(fwd);
+    }
+  } done{options.stepper, fwd};
   // With recurrent layers, a batch ends where their state is to be kept.
   const size_t keep_at = fwd.cache().has_recurrent() && options.keep_state_at > first &&
                                  options.keep_state_at < prompt.size()
@@ -69,7 +83,7 @@ Generation generate(Forward& fwd, std::span<const int32_t> prompt, const Generat
     }
     size_t n = std::min(fwd.max_batch(), rest.size() - begin);
     if (begin < keep_at) n = std::min(n, keep_at - begin);
-    logits = fwd.eval(rest.subspan(begin, n));
+    logits = eval(rest.subspan(begin, n));
     g.evaluated_tokens += n;
     begin += n;
     if (begin == keep_at) fwd.cache().save_state(g.kept_state);
@@ -120,7 +134,7 @@ Generation generate(Forward& fwd, std::span<const int32_t> prompt, const Generat
       g.stop = StopReason::Context;
       break;
     }
-    logits = fwd.eval({&id, 1});
+    logits = decode(id);
   }
   g.generation_ms = ms_since(gen_start);
   return g;

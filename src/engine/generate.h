@@ -27,6 +27,22 @@ class TokenConstraint {
   virtual bool complete() const = 0;
 };
 
+// Where a generation's forward steps run: on its own Forward by default. A
+// server whose callers decode together (serve/batcher.h) runs them for it,
+// on the caller's Forward and its cache.
+class Stepper {
+ public:
+  virtual ~Stepper() = default;
+  // Evaluates prompt tokens on `fwd` as fwd.eval does; the logits after the
+  // last, valid until the next call on `fwd`.
+  virtual std::span<const float> prompt(Forward& fwd, std::span<const int32_t> tokens) = 0;
+  // Evaluates an answer's token after fwd's cache; the logits after it,
+  // valid until the next call on `fwd`.
+  virtual std::span<const float> decode(Forward& fwd, int32_t id) = 0;
+  // The generation on `fwd` is over: its cache is not stepped any more.
+  virtual void done(Forward& fwd) = 0;
+};
+
 struct GenerateOptions {
   int64_t max_tokens = -1;  // -1: no limit but the context
   size_t n_ctx = 4096;      // positions available to prompt and answer together
@@ -58,6 +74,8 @@ struct GenerateOptions {
   // the prompt's end) where their state goes to Generation::kept_state:
   // a prompt batch ends there. 0: none.
   size_t keep_state_at = 0;
+  // Runs the forward steps; null: `fwd` itself.
+  Stepper* stepper = nullptr;
 };
 
 struct TokenLogprob {

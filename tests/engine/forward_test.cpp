@@ -274,6 +274,84 @@ TEST_P(Properties, StoppedPromptKeepsWhatItEvaluated) {
   EXPECT_EQ(resumed.tokens, expected.tokens);
 }
 
+// Sequences decoded together in one step (Forward::decode, a server's
+// continuous batching) get, bit for bit, the logits each gets decoded alone
+// on its own Forward: at other positions (one past the 256 where a lone
+// token's attention splits), joining and leaving between steps.
+class DecodeTogether : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(DecodeTogether, EqualsDecodingAlone) {
+  QUIP_REQUIRE_SHARED();
+  const auto loaded = load(GetParam());
+  std::vector<int32_t> tokens = long_prompt(GetParam());
+  while (tokens.size() < 300) tokens.insert(tokens.end(), tokens.begin(), tokens.end());
+  const size_t n_vocab = loaded->model.hparams().n_vocab;
+  struct Sequence {
+    std::vector<int32_t> prompt;
+    size_t joins, leaves;  // the steps it is decoded in: [joins, leaves)
+  };
+  const Sequence sequences[] = {{{tokens.begin(), tokens.begin() + 5}, 0, 12},
+                                {{tokens.begin() + 3, tokens.begin() + 40}, 0, 6},
+                                {{tokens.begin(), tokens.begin() + 300}, 2, 12},
+                                {{tokens.begin() + 7, tokens.begin() + 8}, 4, 9}};
+  constexpr size_t kSteps = 12;
+  // Alone: each sequence's greedy tokens and the logits of each step.
+  std::vector<std::vector<int32_t>> drawn;
+  std::vector<std::vector<std::vector<float>>> expected;
+  for (const Sequence& s : sequences) {
+    Forward fwd(loaded->model, options(1));
+    std::span<const float> logits = fwd.eval(s.prompt);
+    drawn.emplace_back(), expected.emplace_back();
+    for (size_t step = s.joins; step < s.leaves; ++step) {
+      drawn.back().push_back(static_cast<int32_t>(argmax(logits)));
+      logits = fwd.eval({&drawn.back().back(), 1});
+      expected.back().emplace_back(logits.begin(), logits.end());
+    }
+  }
+  // Together: the same prompts on their own Forwards, the steps in one.
+  ASSERT_TRUE(Forward(loaded->model, options(2)).decodes_rows());
+  Forward shared(loaded->model, options(2));
+  std::vector<std::unique_ptr<Forward>> own;
+  for (const Sequence& s : sequences) {
+    own.push_back(std::make_unique<Forward>(loaded->model, options(2)));
+    own.back()->eval(s.prompt);
+  }
+  size_t rows_stepped = 0;
+  for (size_t step = 0; step < kSteps; ++step) {
+    std::vector<Forward::Row> rows;
+    std::vector<size_t> who;
+    for (size_t i = 0; i < std::size(sequences); ++i) {
+      if (step < sequences[i].joins || step >= sequences[i].leaves) continue;
+      rows.push_back({&own[i]->cache(), drawn[i][step - sequences[i].joins]});
+      who.push_back(i);
+    }
+    const std::span<const float> logits = shared.decode(rows);
+    ASSERT_EQ(logits.size(), rows.size() * n_vocab);
+    for (size_t r = 0; r < rows.size(); ++r) {
+      const size_t i = who[r];
+      const std::vector<float>& want = expected[i][step - sequences[i].joins];
+      EXPECT_TRUE(std::equal(want.begin(), want.end(), logits.begin() + r * n_vocab))
+          << "sequence " << i << ", step " << step;
+      EXPECT_EQ(own[i]->position(), sequences[i].prompt.size() + step - sequences[i].joins + 1);
+    }
+    rows_stepped += rows.size();
+  }
+  EXPECT_EQ(rows_stepped, 12u + 6 + 10 + 5);
+}
+
+INSTANTIATE_TEST_SUITE_P(Shared, DecodeTogether,
+                         ::testing::Values("tiny-qwen2-e256-q4_k_m.gguf",
+                                           "tiny-llama-spm-e64-q4_0.gguf",
+                                           "tiny-qwen3-e64-bf16.gguf", "tiny-llama3-e64-q8_0.gguf",
+                                           "archs/tiny-gemma3-e64-f16.gguf",
+                                           "archs/tiny-gemma2-e96-f16.gguf",
+                                           "archs/tiny-qwen3moe-e256-q4_k_m.gguf",
+                                           // latent attention, attention sinks, LongRoPE
+                                           "archs/tiny-deepseek2-e64-f16.gguf",
+                                           "archs/tiny-gpt-oss-e64-mxfp4.gguf",
+                                           "archs/tiny-phi3-e96-f16.gguf"),
+                         reference::ModelTestName());
+
 // The SIMD tables against the reference one, through the whole model.
 TEST_P(Properties, SimdKernelsAgreeWithTheReference) {
   QUIP_REQUIRE_SHARED();
