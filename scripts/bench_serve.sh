@@ -71,14 +71,27 @@ PY
 rate() { awk '{ printf "%.2f", $1 / $2 }'; }
 
 echo "bench_serve: $streams streams of $n tokens, $threads threads, llama-3.2-1b Q4_K_M shape"
-"$quip" serve -m "$big" --port "$port" -t "$threads" --parallel "$streams" 2>"$work/serve.log" &
-pids+=($!)
-wait_health "http://127.0.0.1:$port"
-load "http://127.0.0.1:$port" "" 1 >/dev/null  # warm: the model mapped, the prompt cached
-one=$(load "http://127.0.0.1:$port" "" 1 | rate)
-many=$(load "http://127.0.0.1:$port" "" "$streams" | rate)
-echo "quip serve:   1 stream $one tok/s, $streams streams $many tok/s (x$(echo "$many $one" | awk '{ printf "%.2f", $1 / $2 }'))"
-"$quip" serve --stop >/dev/null
+# quip serve with continuous batching, then without (each call its own
+# forward pass, with its share of the threads): the baseline of this run.
+for mode in batching no-batching; do
+  flags=()
+  [ "$mode" = no-batching ] && flags=(--no-batching)
+  "$quip" serve -m "$big" --port "$port" -t "$threads" --parallel "$streams" "${flags[@]}" \
+    2>"$work/serve.log" &
+  pids+=($!)
+  wait_health "http://127.0.0.1:$port"
+  load "http://127.0.0.1:$port" "" 1 >/dev/null  # warm: the model mapped, the prompt cached
+  one=$(load "http://127.0.0.1:$port" "" 1 | rate)
+  many=$(load "http://127.0.0.1:$port" "" "$streams" | rate)
+  steps=$(curl -s "http://127.0.0.1:$port/metrics" | awk '$1 == "quip_batch_steps_total" { s = $2 }
+    $1 == "quip_batch_rows_total" { r = $2 } END { if (s > 0) printf "%.2f", r / s; else print "-" }')
+  echo "quip serve ($mode): 1 stream $one tok/s, $streams streams $many tok/s" \
+    "(x$(echo "$many $one" | awk '{ printf "%.2f", $1 / $2 }')); calls per step $steps"
+  [ "$mode" = batching ] && many_batched=$many
+  "$quip" serve --stop >/dev/null
+  wait "${pids[-1]}" 2>/dev/null || true
+done
+many=$many_batched
 
 if [ -n "${LLAMA_SERVER:-}" ]; then
   "$LLAMA_SERVER" -m "$big" --port "$port" -t "$threads" -np "$streams" -c $((streams * 512)) \

@@ -83,16 +83,21 @@ int serve_main(const std::vector<std::string>& args, std::ostream& out, std::ost
   std::optional<std::string> host, socket, keep_alive, api_key_file, config_file, threads_text,
       ctx_text;
   std::optional<int> port;
-  int parallel = 1;
-  bool stop = false;
+  std::optional<std::string> cache_ram;
+  int parallel = 4;
+  bool stop = false, no_batching = false;
   app.add_option("-m,--model", models, "a GGUF file or config alias to serve (repeatable)");
   app.add_option("--host", host, "the TCP address (default 127.0.0.1; others need --api-key-file)");
   app.add_option("--port", port, "also listen on this TCP port (11435; 11434 for Ollama clients)")
       ->check(CLI::Range(1, 65535));
   app.add_option("--socket", socket, "the Unix socket (default: $XDG_RUNTIME_DIR/quip/serve.sock)");
   app.add_option("--keep-alive", keep_alive, "unload a model idle this long (default 5m)");
-  app.add_option("--parallel", parallel, "calls that generate at once (default 1)")
+  app.add_option("--parallel", parallel, "calls that generate at once, decoding together (default 4)")
       ->check(CLI::Range(1, 64));
+  app.add_flag("--no-batching", no_batching,
+               "each call decodes alone, with its share of the threads (a baseline)");
+  app.add_option("--cache-ram", cache_ram,
+                 "memory for the caches of ended calls, for their follow-ups (default 1G; 0: none)");
   app.add_option("--api-key-file", api_key_file,
                  "a file holding the API key TCP clients must send (Authorization: Bearer)");
   app.add_option("-t,--threads", threads_text, "threads for all calls (default: physical cores)");
@@ -115,6 +120,12 @@ int serve_main(const std::vector<std::string>& args, std::ostream& out, std::ost
   serve::ServeOptions o;
   o.socket = *sock;
   o.parallel = parallel;
+  o.batching = !no_batching;
+  if (cache_ram) {
+    auto size = store::parse_size(*cache_ram);
+    if (!size) return fail(kExitUsage, "--cache-ram: " + size.error().message);
+    o.cache_ram_bytes = *size;
+  }
   o.version = QUIP_PROJECT_VERSION;
   // The models clients may name: those given, else the config's default
   // and aliases.

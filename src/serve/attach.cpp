@@ -236,7 +236,9 @@ std::optional<session::Outcome<session::Answer>> attached_generate(
     const session::Callbacks& callbacks, std::vector<int32_t>& prompt_tokens) {
   std::error_code ec;
   if (!fs::is_socket(socket, ec)) return std::nullopt;
-  httplib::Client client = socket_client(socket, 1, kAttachedReadSeconds);
+  // A server that is not there refuses at once; a busy one may take a
+  // moment to accept.
+  httplib::Client client = socket_client(socket, 10, kAttachedReadSeconds);
 
   // The call's id on the server, and whether it should stop: a watcher
   // asks keep_going while the answer streams (a blocked read cannot) and

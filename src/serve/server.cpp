@@ -77,6 +77,7 @@ std::optional<ApiError> Server::Impl::load(Server::Impl::Prepared& p, bool bound
   auto prompt = session::build_prompt(*p.model, p.request);
   if (!prompt) return ApiError{http_status(prompt.failure()), prompt.failure().message};
   p.prompt = std::move(*prompt);
+  if (o.batching) p.batcher = batcher_for(p.model, session::context_size(*p.model, p.request));
   return std::nullopt;
 }
 
@@ -85,6 +86,8 @@ session::Outcome<session::Answer> Server::Impl::run(Server::Impl::Prepared& p,
                                                     const std::atomic<bool>& cancel) {
   auto caller = callbacks.keep_going;
   callbacks.keep_going = [&, caller] { return !hard_stop && !cancel && (!caller || caller()); };
+  callbacks.stepper = p.batcher.get();
+  if (o.cache_ram_bytes > 0) callbacks.warm = &warm;
   p.request.start = std::chrono::steady_clock::now();
   auto answer = session::generate(*p.model, p.request, p.prompt, callbacks);
   if (!answer) {
@@ -254,9 +257,28 @@ std::string Server::Impl::metrics_text() {
   }
   one("quip_queue_depth", "gauge", "Calls waiting for a slot.", queue);
   one("quip_active_calls", "gauge", "Calls generating now.", static_cast<uint64_t>(active));
-  // Without continuous batching yet, each forward step carries one sequence.
-  one("quip_batch_size", "gauge", "Sequences per forward step.", active > 0 ? 1 : 0);
+  one("quip_batch_steps_total", "counter",
+      "Decoding steps, each one forward pass for the calls generating together.", batch_steps);
+  one("quip_batch_rows_total", "counter", "Tokens those steps decoded (over steps: the mean batch).",
+      batch_rows);
+  std::string buckets;
+  uint64_t cumulative = 0;
+  for (size_t b = 0; b < steps_by_rows.size(); ++b) {
+    cumulative += steps_by_rows[b];
+    buckets += "quip_batch_size_bucket{le=\"";
+    buckets += b + 1 < steps_by_rows.size() ? std::to_string(size_t{1} << b) : "+Inf";
+    buckets += "\"} " + std::to_string(cumulative) + "\n";
+  }
+  buckets += "quip_batch_size_sum " + std::to_string(batch_rows) + "\n";
+  buckets += "quip_batch_size_count " + std::to_string(batch_steps) + "\n";
+  metric("quip_batch_size", "histogram", "Calls decoded per step.", buckets);
   one("quip_models_loaded", "gauge", "Models held in memory.", pool.held().size());
+  const session::WarmCache::Stats w = warm.stats();
+  one("quip_cache_ram_bytes", "gauge", "Bytes of the caches kept in memory.", w.bytes);
+  one("quip_cache_ram_entries", "gauge", "Caches kept in memory.", w.entries);
+  one("quip_cache_ram_hits_total", "counter", "Calls that took a cache kept in memory.", w.hits);
+  one("quip_cache_ram_tokens_total", "counter", "Prompt tokens those caches held.",
+      w.reused_tokens);
   return out;
 }
 

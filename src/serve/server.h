@@ -45,7 +45,12 @@ struct ServeOptions {
   std::optional<std::string> api_key;  // required as a Bearer token on TCP when set
   std::chrono::milliseconds keep_alive{std::chrono::minutes(5)};
   std::chrono::milliseconds grace{std::chrono::seconds(30)};
-  int parallel = 1;
+  int parallel = 4;
+  // Calls generating at once decode together (serve/batcher.h); false: each
+  // on its own forward pass, with its share of the threads (a baseline).
+  bool batching = true;
+  // The memory tier above the prefix cache (session/warm_cache.h); 0: none.
+  uint64_t cache_ram_bytes = uint64_t{1} << 30;
   size_t max_queue = 32;
   size_t max_body_bytes = 8u << 20;
   int threads = 1;  // for all calls together

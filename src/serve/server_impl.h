@@ -5,6 +5,7 @@
 
 #include <httplib.h>
 
+#include <array>
 #include <atomic>
 #include <condition_variable>
 #include <functional>
@@ -17,6 +18,7 @@
 #include <variant>
 
 #include "serve/api.h"
+#include "serve/batcher.h"
 #include "serve/model_pool.h"
 #include "serve/server.h"
 #include "session/session.h"
@@ -101,7 +103,9 @@ struct Server::Impl {
   std::atomic<uint64_t> failed{0}, cancelled{0}, prompt_tokens{0}, cached_tokens{0},
       generated_tokens{0}, cache_hits{0};
 
-  explicit Impl(ServeOptions options) : o(std::move(options)), pool(o.keep_alive) {}
+  explicit Impl(ServeOptions options)
+      : o(std::move(options)), pool(o.keep_alive), warm(o.cache_ram_bytes) {}
+  session::WarmCache warm;
 
   // A running slot, released when the last holder drops it.
   struct Slot {
@@ -113,9 +117,9 @@ struct Server::Impl {
     }
   };
   // Waits for a slot; none when the queue is full (bounded unless
-  // `wait_always`). `threads`: the call's share of the server's threads,
-  // all of them for a call that runs alone (each call has its own forward
-  // pass until calls are batched together).
+  // `wait_always`). `threads`: the call's threads. All of the server's with
+  // batching, as the calls' forward passes take turns; without, its share,
+  // all of them for a call that runs alone.
   std::shared_ptr<Slot> acquire(bool wait_always, int& threads) {
     std::unique_lock lock(slots_mu);
     if (running >= o.parallel && !wait_always && waiting >= o.max_queue) return nullptr;
@@ -123,8 +127,34 @@ struct Server::Impl {
     slots_cv.wait(lock, [&] { return running < o.parallel; });
     --waiting;
     ++running;
-    threads = std::max(1, o.threads / running);
+    threads = o.batching ? o.threads : std::max(1, o.threads / running);
     return std::shared_ptr<Slot>(new Slot{this});
+  }
+
+  // The batcher of the calls on `model` with a context of n_ctx, made for
+  // the first of them; it lives (and holds the model) while calls use it.
+  std::mutex batchers_mu;
+  std::map<std::pair<const session::LoadedModel*, size_t>, std::weak_ptr<Batcher>> batchers;
+  std::shared_ptr<Batcher> batcher_for(const std::shared_ptr<const session::LoadedModel>& model,
+                                       size_t n_ctx) {
+    std::lock_guard lock(batchers_mu);
+    std::weak_ptr<Batcher>& slot = batchers[{model.get(), n_ctx}];
+    if (auto b = slot.lock()) return b;
+    auto b = std::make_shared<Batcher>(
+        model, engine::ForwardOptions{.n_threads = o.threads, .isa = o.isa, .n_ctx = n_ctx},
+        [this](size_t rows) { count_step(rows); });
+    slot = b;
+    return b;
+  }
+  // Shared steps and their rows, and steps by rows: 1, 2, 3-4, 5-8, 9-16, more.
+  std::atomic<uint64_t> batch_steps{0}, batch_rows{0};
+  std::array<std::atomic<uint64_t>, 6> steps_by_rows{};
+  void count_step(size_t rows) {
+    ++batch_steps;
+    batch_rows += rows;
+    size_t bucket = 0;
+    while (bucket < 5 && rows > (size_t{1} << bucket)) ++bucket;
+    ++steps_by_rows[bucket];
   }
 
   void count(const std::string& route) {
@@ -160,10 +190,10 @@ struct Server::Impl {
     session::Request request;
     session::Prompt prompt;
     std::string model_name;
+    std::shared_ptr<Batcher> batcher;  // where its steps run
   };
 
-  // The request's defaults that the server sets (kernels, context); its
-  // threads come with its slot.
+  // The request's defaults that the server sets (kernels, context).
   void server_settings(session::Request& r) const {
     r.isa = o.isa;
     if (r.n_ctx == 0) r.n_ctx = o.n_ctx;

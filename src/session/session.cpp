@@ -275,11 +275,20 @@ Outcome<Answer> generate(const LoadedModel& m, const Request& r, const Prompt& p
   // prompt found whole is then answered exactly as the call that stored it
   // answered, without evaluating its last token again.
   std::vector<float> cached_logits;
+  // The memory tier's key: the model, and the context that chose how its
+  // keys were rotated.
+  const std::string warm_key = m.fingerprint + "/" + std::to_string(n_ctx);
+  if (callbacks.warm && !r.no_cache) {
+    restored = callbacks.warm->take(warm_key, prompt.tokens, fwd.cache(), cached_logits);
+  }
+  const bool warm_taken = restored > 0;
   if (!r.no_cache && r.cache_dir) {
     prefix_cache.emplace(*r.cache_dir / "kv", kv_shape(m, fwd.cache(), n_ctx), r.cache_max_bytes);
-    std::vector<std::string> warnings;
-    restored = prefix_cache->restore(prompt.tokens, fwd.cache(), warnings, &cached_logits);
-    for (std::string& w : warnings) a.warnings.push_back(std::move(w));
+    if (restored == 0) {
+      std::vector<std::string> warnings;
+      restored = prefix_cache->restore(prompt.tokens, fwd.cache(), warnings, &cached_logits);
+      for (std::string& w : warnings) a.warnings.push_back(std::move(w));
+    }
   }
   const auto keep_going = [&] { return !callbacks.keep_going || callbacks.keep_going(); };
   engine::GenerateOptions options{.max_tokens = r.n_predict,
@@ -291,10 +300,12 @@ Outcome<Answer> generate(const LoadedModel& m, const Request& r, const Prompt& p
                                   .keep_going = keep_going,
                                   .on_prompt_progress = callbacks.on_prompt_progress,
                                   .prompt_logits = {},
-                                  .keep_prompt_logits = prefix_cache.has_value(),
+                                  .keep_prompt_logits =
+                                      prefix_cache.has_value() || callbacks.warm != nullptr,
                                   // A recurrent state is kept where the last message
                                   // begins too (see the marks below).
-                                  .keep_state_at = prefix_cache ? prompt.shared : 0};
+                                  .keep_state_at = prefix_cache ? prompt.shared : 0,
+                                  .stepper = callbacks.stepper};
   if (restored == prompt.tokens.size()) options.prompt_logits = cached_logits;
   const tokenizer::Vocab& vocab = m.tokenizer.vocab();
   if (!r.ignore_eos) options.is_end = [&](int32_t id) { return vocab.is_eog(id); };
@@ -366,7 +377,10 @@ Outcome<Answer> generate(const LoadedModel& m, const Request& r, const Prompt& p
     // system prompt and another question finds that part).
     const size_t marks[] = {prompt.tokens.size(), prompt.shared};
     // An interrupted prompt may leave the cache short of what was restored.
-    const size_t from = std::min(restored, fwd.cache().size());
+    // What the memory tier gave, the disk may hold less of: its files are
+    // written from the end of what they hold.
+    const size_t from = std::min(
+        warm_taken ? prefix_cache->find(sequence).length : restored, fwd.cache().size());
     // The prompt's end keeps the logits after it, for the same call again,
     // and the recurrent layers' state there (their state at the answer's
     // end the cache gives itself), for a follow-up.
@@ -378,6 +392,12 @@ Outcome<Answer> generate(const LoadedModel& m, const Request& r, const Prompt& p
         !saved) {
       a.warnings.push_back("prefix cache: " + saved.error().message);
     }
+  }
+  if (callbacks.warm && !r.no_cache) {
+    std::vector<int32_t> sequence = prompt.tokens;
+    sequence.insert(sequence.end(), a.tokens.begin(), a.tokens.end());
+    callbacks.warm->put(warm_key, sequence, std::move(fwd.cache()), prompt.tokens.size(),
+                        std::move(g.prompt_logits));
   }
   record(m, r, prompt, n_ctx, a);
   return a;

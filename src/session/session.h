@@ -35,6 +35,7 @@
 #include "session/conversation.h"
 #include "session/loaded_model.h"
 #include "session/outcome.h"
+#include "session/warm_cache.h"
 #include "store/prefix_cache.h"
 #include "store/store.h"
 
@@ -167,6 +168,13 @@ struct Callbacks {
   // on_prompt_progress): once before its first batch, then after each.
   // Not called when nothing of the prompt is left to evaluate. Null: none.
   std::function<void(size_t done, size_t total, size_t cached)> on_prompt_progress;
+  // Where the forward steps run (a server's batcher); null: the call's own
+  // forward pass.
+  engine::Stepper* stepper = nullptr;
+  // Caches kept in memory by earlier calls (a server's), tried before the
+  // prefix cache on disk; this call's cache goes there at its end. Null:
+  // none.
+  WarmCache* warm = nullptr;
 };
 
 // Runs `prompt` (from build_prompt for the same request) and records the

@@ -272,6 +272,38 @@ TEST_F(ServeTest, FollowUpEvaluatesOnlyItsNewTurn) {
   EXPECT_LT(cached, second["usage"]["prompt_tokens"].get<uint64_t>());
 }
 
+// The follow-up takes the cache the first call left in memory: with the
+// prefix cache's files gone from disk meanwhile, it still evaluates only its
+// new turn. A server without the memory tier then evaluates it all.
+TEST_F(ServeTest, AFollowUpTakesItsCacheFromMemoryWithoutTheDisk) {
+  const fs::path kv = home_.path() / "cache" / "kv";
+  for (const bool ram : {true, false}) {
+    std::vector<std::string> extra;
+    if (!ram) extra = {"--cache-ram", "0"};
+    auto server = start(extra);
+    const std::string question = ram ? "Name a color." : "Name a fruit.";
+    const json first = client({"chat", base_, name_, question, "6"});
+    ASSERT_TRUE(fs::exists(kv));
+    fs::remove_all(kv);
+    const json history = json::array({{{"role", "user"}, {"content", question}},
+                                      {{"role", "assistant"}, {"content", first["text"]}},
+                                      {{"role", "user"}, {"content", "Another one."}}});
+    const json second = client({"messages", base_, name_, history.dump(), "6"});
+    const uint64_t cached = second["usage"]["prompt_tokens_details"]["cached_tokens"];
+    if (ram) {
+      EXPECT_GE(cached, first["usage"]["prompt_tokens"].get<uint64_t>());
+      EXPECT_LT(cached, second["usage"]["prompt_tokens"].get<uint64_t>());
+      EXPECT_EQ(metric("quip_cache_ram_hits_total"), 1u);
+      EXPECT_EQ(metric("quip_cache_ram_tokens_total"), cached);
+      EXPECT_GT(metric("quip_cache_ram_bytes"), 0u);
+    } else {
+      EXPECT_EQ(cached, 0u);
+      EXPECT_EQ(metric("quip_cache_ram_bytes"), 0u);
+    }
+    EXPECT_EQ(server->stop(SIGTERM), 0) << server->log();
+  }
+}
+
 TEST_F(ServeTest, OllamaRoutes) {
   const std::string prompt = "Why is the sky blue?";
   const std::string expected = as_api_text(local_answer(prompt, 10));
@@ -349,7 +381,7 @@ TEST_F(ServeTest, SixteenConcurrentCallsAllCompleteCorrectlyAndAreRecorded) {
   for (int i = 0; i < 16; ++i) prompts.push_back("Count to " + std::to_string(i + 3));
   std::vector<std::string> expected;
   for (const auto& p : prompts) expected.push_back(local_answer(p, 6));
-  auto server = start({"--parallel", "2"});
+  auto server = start({"--parallel", "16"});
   // 16 streaming HTTP clients at once.
   std::vector<std::string> args = {"concurrent", base_, name_, "6"};
   args.insert(args.end(), prompts.begin(), prompts.end());
@@ -373,6 +405,13 @@ TEST_F(ServeTest, SixteenConcurrentCallsAllCompleteCorrectlyAndAreRecorded) {
     EXPECT_EQ(answers[i].out, expected[i]) << i;
   }
   EXPECT_EQ(metric("quip_requests_total{route=\"/quip/generate\"}"), 16u);
+  // Each answer's tokens but its last (the one whose logits no one asks
+  // for, at the length limit) were rows of shared steps; how many steps
+  // depends on when the calls came.
+  const uint64_t generated = metric("quip_generated_tokens_total");
+  EXPECT_LE(metric("quip_batch_rows_total"), generated);
+  EXPECT_GE(metric("quip_batch_rows_total"), generated - 32);
+  EXPECT_EQ(metric("quip_batch_size_count"), metric("quip_batch_steps_total"));
   RunResult log = quip::testing::run_quip({"log", "-n", "100", "--json"}, opts());
   EXPECT_EQ(json::parse(log.out).size(), 16u);
 }

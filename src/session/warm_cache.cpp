@@ -1,0 +1,64 @@
+#include "session/warm_cache.h"
+
+#include <algorithm>
+
+namespace quip::session {
+
+uint64_t WarmCache::bytes_of(const engine::KvCache& cache) {
+  return uint64_t{cache.capacity()} * cache.position_bytes() + cache.state_bytes();
+}
+
+size_t WarmCache::take(const std::string& key, std::span<const int32_t> tokens,
+                       engine::KvCache& cache, std::vector<float>& logits) {
+  std::lock_guard lock(mu_);
+  auto best = entries_.end();
+  size_t best_shared = 0;
+  for (auto it = entries_.begin(); it != entries_.end(); ++it) {
+    if (it->key != key) continue;
+    const size_t limit = std::min(tokens.size(), it->tokens.size());
+    const size_t shared = static_cast<size_t>(
+        std::mismatch(tokens.begin(), tokens.begin() + static_cast<long>(limit), it->tokens.begin())
+            .first -
+        tokens.begin());
+    if (it->cache.has_recurrent() && (shared != it->tokens.size() || shared == tokens.size())) {
+      continue;
+    }
+    if (shared > best_shared) best = it, best_shared = shared;
+  }
+  if (best_shared == 0) return 0;
+  cache = std::move(best->cache);
+  cache.truncate(best_shared);
+  if (best_shared == tokens.size() && best->prompt == best_shared) {
+    logits = std::move(best->logits);
+  }
+  stats_.bytes -= best->bytes;
+  --stats_.entries;
+  ++stats_.hits;
+  stats_.reused_tokens += best_shared;
+  entries_.erase(best);
+  return best_shared;
+}
+
+void WarmCache::put(const std::string& key, std::span<const int32_t> tokens,
+                    engine::KvCache cache, size_t prompt, std::vector<float> logits) {
+  const uint64_t bytes = bytes_of(cache) + logits.size() * sizeof(float);
+  if (bytes > max_bytes_ || cache.size() == 0 || cache.size() > tokens.size()) return;
+  std::lock_guard lock(mu_);
+  entries_.push_front(
+      {key, std::vector<int32_t>(tokens.begin(), tokens.begin() + static_cast<long>(cache.size())),
+       std::move(cache), prompt, std::move(logits), bytes});
+  stats_.bytes += bytes;
+  ++stats_.entries;
+  while (stats_.bytes > max_bytes_) {
+    stats_.bytes -= entries_.back().bytes;
+    --stats_.entries;
+    entries_.pop_back();
+  }
+}
+
+WarmCache::Stats WarmCache::stats() const {
+  std::lock_guard lock(mu_);
+  return stats_;
+}
+
+}  // namespace quip::session
