@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "cli/cli_home.h"
+#include "cli/fake_stores.h"
 #include "gguf/fingerprint.h"
 #include "gguf/reader.h"
 #include "gguf/writer.h"
@@ -179,12 +180,33 @@ TEST_F(SplitModelCli, AnswersAsTheWholeFile) {
   write_split(model, prefix, 3);
   const auto answer = [&](const std::string& m) {
     quip::testing::RunOptions o;
-    o.env = {{"QUIP_NO_SERVE", "1"}};
+    o.env = {{"QUIP_NO_SERVE", "1"}, {"HOME", (home() / "user").string()},
+             {"HF_HUB_CACHE", ""},   {"HUGGINGFACE_HUB_CACHE", ""},
+             {"HF_HOME", ""},        {"XDG_CACHE_HOME", ""}};
     return run_ok({"-m", m, "--raw", "--temp", "0", "-n", "12", "Once upon a time"}, o);
   };
   const std::string whole = answer(model.string());
   ASSERT_FALSE(whole.empty());
   EXPECT_EQ(answer(part_name(prefix, 1, 3)), whole);
+
+  // In the Hugging Face cache each part is a link to its blob; the parts
+  // are found beside the first part's link.
+  quip::testing_stores::FakeStores stores(home() / "user");
+  for (int i = 1; i <= 3; ++i) {
+    stores.hf_download("org", "Tiny-GGUF", "0123456789abcdef0123456789abcdef01234567",
+                       fs::path(part_name(prefix, i, 3)).filename().string(),
+                       part_name(prefix, i, 3));
+  }
+  quip::testing::RunOptions o;
+  o.env = {{"QUIP_NO_SERVE", "1"},
+           {"HOME", (home() / "user").string()},
+           {"HF_HUB_CACHE", ""},
+           {"HF_HOME", ""},
+           {"XDG_CACHE_HOME", ""}};
+  EXPECT_EQ(run_ok({"-m", "hf:org/Tiny-GGUF:Q8_0", "--raw", "--temp", "0", "-n", "12",
+                    "Once upon a time"},
+                   o),
+            whole);
 }
 
 }  // namespace
