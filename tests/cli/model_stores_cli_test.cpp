@@ -6,6 +6,7 @@
 
 #include "cli/cli_home.h"
 #include "cli/fake_stores.h"
+#include "cli/model_names.h"
 #include "gguf/writer.h"
 
 namespace quip::cli {
@@ -81,6 +82,51 @@ TEST_F(ModelStoresCli, EachStoresNamesRunTheirFile) {
   EXPECT_EQ(tokenize.status, 0) << tokenize.err;
   const RunResult direct = run({"tokenize", "-m", llama_.string(), "--ids", "hi"});
   EXPECT_EQ(tokenize.out, direct.out);
+  const RunResult bench =
+      in_home({"bench", "-m", "pub/Tiny-GGUF:Q8_0", "-p", "4", "-n", "1", "-r", "1", "-t", "1"});
+  EXPECT_EQ(bench.status, 0) << bench.err;
+  write_text(home() / "messages.json", R"([{"role":"user","content":"Hi"}])");
+  const RunResult rendered =
+      in_home({"template", "-m", "qwen2.5:0.5b", (home() / "messages.json").string()});
+  EXPECT_EQ(rendered.status, 0) << rendered.err;
+  EXPECT_EQ(rendered.out,
+            run_ok({"template", "-m", qwen_.string(), (home() / "messages.json").string()}));
+}
+
+// The order of resolve_model_name: an existing file, then an alias, then
+// the stores; a path that does not exist stays a path.
+TEST_F(ModelStoresCli, AFileComesBeforeAnAliasWhichComesBeforeTheStores) {
+  stores_.ollama_pull("registry.ollama.ai", "library", "tiny", "latest", qwen_);
+  const session::StoreRoots roots = session::store_roots(
+      [&](const char* name) -> std::optional<std::string> {
+        if (std::string_view(name) == "HOME") return user_home().string();
+        return std::nullopt;
+      },
+      home() / "no-service");
+  Config config;
+  config.models["tiny:latest"] = ModelAlias{llama_, {}};
+  config.models[qwen_.string()] = ModelAlias{llama_, {}};
+
+  auto alias = resolve_model_name("tiny:latest", config, roots);
+  ASSERT_TRUE(std::holds_alternative<ModelFile>(alias));
+  EXPECT_EQ(std::get<ModelFile>(alias).path, llama_);
+  EXPECT_EQ(std::get<ModelFile>(alias).alias, &config.models["tiny:latest"]);
+
+  auto store = resolve_model_name("tiny", config, roots);
+  ASSERT_TRUE(std::holds_alternative<ModelFile>(store));
+  EXPECT_EQ(std::get<ModelFile>(store).path.filename().string().substr(0, 7), "sha256-");
+  EXPECT_EQ(std::get<ModelFile>(store).alias, nullptr);
+
+  auto file = resolve_model_name(qwen_.string(), config, roots);
+  ASSERT_TRUE(std::holds_alternative<ModelFile>(file));
+  EXPECT_EQ(std::get<ModelFile>(file).path, qwen_);
+  EXPECT_EQ(std::get<ModelFile>(file).alias, nullptr);
+
+  for (const std::string path : {"/no/such.gguf", "./no.gguf", "../no.gguf", "~/no.gguf"}) {
+    auto r = resolve_model_name(path, config, roots);
+    ASSERT_TRUE(std::holds_alternative<ModelFile>(r)) << path;
+    EXPECT_EQ(std::get<ModelFile>(r).path, fs::path(path));
+  }
 }
 
 TEST_F(ModelStoresCli, AnAliasComesBeforeTheStores) {
