@@ -247,10 +247,10 @@ std::variant<ModelChoice, Failure> choose_model(const Flags& f, const Config& co
   if (!name && base != nullptr) name = base->turns.back().model_path;
   if (!name) name = config.default_model;
   if (!name) {
-    return Failure{
-        kExitUsage,
-        "no model: give -m/--model MODEL (a .gguf file or an alias), or set 'model' in " +
-            (config.file.empty() ? std::string("config.toml") : config.file.string())};
+    return Failure{kExitUsage,
+                   "no model: give -m/--model MODEL (a .gguf file, an alias, or a name 'quip "
+                   "models' lists), or set 'model' in " +
+                       (config.file.empty() ? std::string("config.toml") : config.file.string())};
   }
   auto resolved = resolve_model_name(*name, config, session::store_roots());
   if (auto* e = std::get_if<ModelNameError>(&resolved)) return Failure{e->status, e->message};
