@@ -171,6 +171,41 @@ TEST_F(SplitModel, BrokenSplitsAreErrors) {
       << error_of(part_name(prefix(), 1, 3));
 }
 
+// Splits written by hand: keys missing or out of range, a tensor twice.
+TEST_F(SplitModel, BrokenSplitKeysAreErrors) {
+  const auto error_of = [](const std::string& path) {
+    auto f = GgufFile::open(path);
+    return f.ok() ? std::string("opened") : f.error().message;
+  };
+  const auto part = [&](std::optional<uint16_t> no, uint32_t count,
+                        const std::vector<std::string>& tensors, int index) {
+    GgufWriter w;
+    w.set("general.architecture", std::string("llama"));
+    if (no) w.set("split.no", *no);
+    w.set("split.count", count);
+    for (const std::string& name : tensors) {
+      w.add_tensor(name, 0, {8}, std::vector<std::byte>(32));
+    }
+    const std::string path = part_name(prefix(), index, static_cast<int>(count));
+    EXPECT_TRUE(w.write(path).ok());
+    return path;
+  };
+  EXPECT_NE(error_of(part(std::nullopt, 2, {"a"}, 1)).find("key 'split.no' not found"),
+            std::string::npos);
+  EXPECT_NE(error_of(part(0, 100000, {"a"}, 1)).find("'split.count' is 100000, expected at most"),
+            std::string::npos);
+  const std::string first = part(0, 2, {"a", "b"}, 1);
+  part(1, 2, {"c", "a"}, 2);
+  EXPECT_NE(error_of(first).find("tensor 'a' is in an earlier part"), std::string::npos)
+      << error_of(first);
+  part(1, 2, {"c"}, 2);
+  auto joined = GgufFile::open(first);
+  ASSERT_TRUE(joined.ok()) << joined.error().message;
+  EXPECT_EQ(joined->tensors().size(), 3u);
+  // A count of 1 is a whole file, whatever it is called.
+  EXPECT_EQ(error_of(part(0, 1, {"a"}, 1)), "opened");
+}
+
 class SplitModelCli : public quip::cli::testing_home::QuipHome {};
 
 TEST_F(SplitModelCli, AnswersAsTheWholeFile) {
