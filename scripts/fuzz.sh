@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs a libFuzzer target for a number of seconds on a seed corpus made from
 # the shared test data.
-#   scripts/fuzz.sh FUZZER SECONDS SHARED_DIR gguf|text|jinja|config|edits|reasoning|gbnf|json_schema|sse|api
+#   scripts/fuzz.sh FUZZER SECONDS SHARED_DIR gguf|text|jinja|config|edits|reasoning|gbnf|json_schema|sse|api|manifests
 # gguf: seeds are the heads of the shared GGUF files (for file parsers).
 # text: seeds are the tokenizer test strings and slices of a book.
 # jinja: seeds are the shared chat templates.
@@ -12,6 +12,8 @@
 # json_schema: seeds are the schemas of tests/data/json_schemas.
 # sse: seeds are OpenAI-style event streams (the first byte: the piece size).
 # api: seeds are request bodies of `quip serve` (the first byte: the route).
+# manifests: seeds are Ollama and llama.cpp manifests and split file names
+#   (the first byte: which).
 set -euo pipefail
 fuzzer=$1 seconds=$2 shared=$3 kind=$4
 name=$(basename "$fuzzer")${QUIP_FUZZ_VOCAB:+-$(basename "$QUIP_FUZZ_VOCAB" .gguf)}
@@ -47,6 +49,11 @@ elif [ "$kind" = api ]; then
   printf '\002{"model":"m","messages":[{"role":"user","content":"x"}],"options":{"num_predict":4,"num_ctx":64,"stop":"y"},"format":"json","think":false}' >"$seeds/ollama-chat"
   printf '\003{"model":"m","prompt":"Why?","system":"Be brief.","raw":false,"stream":false}' >"$seeds/generate"
   printf '\004{"model":"m"}' >"$seeds/show"
+elif [ "$kind" = manifests ]; then
+  printf '\000{"schemaVersion":2,"mediaType":"application/vnd.docker.distribution.manifest.v2+json","config":{"mediaType":"application/vnd.docker.container.image.v1+json","digest":"sha256:%s","size":488},"layers":[{"mediaType":"application/vnd.ollama.image.model","digest":"sha256:%s","size":397807936},{"mediaType":"application/vnd.ollama.image.template","digest":"sha256:%s","size":1482}]}' \
+    "$(printf 'a%.0s' $(seq 64))" "$(printf 'b%.0s' $(seq 64))" "$(printf 'c%.0s' $(seq 64))" >"$seeds/ollama"
+  printf '\001{"ggufFile":{"rfilename":"sub/Model-Q4_K_M.gguf","blobId":"0123","size":1,"lfs":{"sha256":"ab","size":1,"pointerSize":135}},"mmprojFile":{"rfilename":"mmproj-f16.gguf"}}' >"$seeds/llama.cpp"
+  printf '\002Qwen2.5-7B-Instruct-Q4_K_M-00001-of-00002.gguf' >"$seeds/split"
 elif [ "$kind" = reasoning ]; then
   # A model's output in each style: the first byte's low bits pick the
   # style (1 tags, 2 harmony, else none), bit 2 the start inside the

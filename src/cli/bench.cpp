@@ -9,6 +9,7 @@
 
 #include "base/text.h"
 #include "cli/exit_status.h"
+#include "cli/model_names.h"
 #include "cli/report.h"
 #include "cli/usage.h"
 #include "engine/forward.h"
@@ -45,7 +46,8 @@ int bench_main(const std::vector<std::string>& args, std::ostream& out, std::ost
   std::string model_path;
   int n_prompt = 512, n_gen = 128, threads = kernels::physical_cores(), reps = 5;
   bool json = false;
-  app.add_option("-m,--model", model_path, "GGUF model file")->required();
+  app.add_option("-m,--model", model_path, "GGUF model: a file, an alias or a name (quip models)")
+      ->required();
   app.add_option("-p,--n-prompt", n_prompt, "prompt tokens, evaluated as one batch (0: none)")
       ->capture_default_str();
   app.add_option("-n,--n-gen", n_gen, "tokens generated one at a time (0: none)")
@@ -63,7 +65,12 @@ int bench_main(const std::vector<std::string>& args, std::ostream& out, std::ost
     err << "quip bench: -t must be in [1, 1024] and -r in [1, 1000]\n";
     return kExitUsage;
   }
-  auto loaded = session::load_model(model_path);
+  auto resolved = resolve_model_name(model_path);
+  if (auto* e = std::get_if<ModelNameError>(&resolved)) {
+    print_error(err, "quip bench", e->message);
+    return e->status;
+  }
+  auto loaded = session::load_model(std::get<ModelFile>(resolved).path.string());
   if (!loaded) {
     print_error(err, "quip bench", loaded.error().message);
     return kExitBadData;

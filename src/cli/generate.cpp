@@ -23,6 +23,7 @@
 #include "cli/conversation.h"
 #include "cli/estimate.h"
 #include "cli/exit_status.h"
+#include "cli/model_names.h"
 #include "cli/progress.h"
 #include "cli/prompt_input.h"
 #include "cli/remote_call.h"
@@ -246,18 +247,16 @@ std::variant<ModelChoice, Failure> choose_model(const Flags& f, const Config& co
   if (!name && base != nullptr) name = base->turns.back().model_path;
   if (!name) name = config.default_model;
   if (!name) {
-    return Failure{
-        kExitUsage,
-        "no model: give -m/--model MODEL (a .gguf file or an alias), or set 'model' in " +
-            (config.file.empty() ? std::string("config.toml") : config.file.string())};
+    return Failure{kExitUsage,
+                   "no model: give -m/--model MODEL (a .gguf file, an alias, or a name 'quip "
+                   "models' lists), or set 'model' in " +
+                       (config.file.empty() ? std::string("config.toml") : config.file.string())};
   }
-  Settings alias_settings;
-  if (auto it = config.models.find(*name); it != config.models.end()) {
-    c.path = it->second.path;
-    alias_settings = it->second.settings;
-  } else {
-    c.path = *name;
-  }
+  auto resolved = resolve_model_name(*name, config, session::store_roots());
+  if (auto* e = std::get_if<ModelNameError>(&resolved)) return Failure{e->status, e->message};
+  const ModelFile& file = std::get<ModelFile>(resolved);
+  c.path = file.path;
+  const Settings alias_settings = file.alias != nullptr ? file.alias->settings : Settings{};
   c.settings = merged(merged(config.settings, alias_settings), f.settings);
   return c;
 }

@@ -10,6 +10,7 @@
 
 #include "base/text.h"
 #include "cli/exit_status.h"
+#include "cli/model_names.h"
 #include "cli/report.h"
 #include "cli/usage.h"
 #include "engine/model.h"
@@ -17,16 +18,6 @@
 #include "gguf/reader.h"
 
 namespace quip::cli {
-
-namespace {
-
-using gguf::ArrayView;
-using gguf::GgufFile;
-using gguf::Value;
-using gguf::ValueType;
-using Json = nlohmann::ordered_json;
-
-constexpr size_t kMaxJsonArray = 16;  // longer arrays print as {"type", "length"}
 
 // llama.cpp's llama_ftype, as stored in general.file_type.
 std::string file_type_name(uint64_t ft) {
@@ -66,6 +57,16 @@ std::string human_count(uint64_t n) {
   }
   return buf;
 }
+
+namespace {
+
+using gguf::ArrayView;
+using gguf::GgufFile;
+using gguf::Value;
+using gguf::ValueType;
+using Json = nlohmann::ordered_json;
+
+constexpr size_t kMaxJsonArray = 16;  // longer arrays print as {"type", "length"}
 
 // A float as the shortest decimal that reads back as the same float, so that
 // 1e-5f prints as 1e-05 rather than as its double expansion.
@@ -525,12 +526,17 @@ int inspect_main(const std::vector<std::string>& args, std::ostream& out, std::o
   std::string path;
   bool json = false;
   bool tensors = false;
-  app.add_option("FILE", path, "GGUF file")->required();
+  app.add_option("FILE", path, "GGUF file, or a model name (quip models)")->required();
   app.add_flag("--json", json, "print one JSON object (every metadata key, every tensor)");
   app.add_flag("--tensors", tensors, "also list every tensor: name, type, shape, offset");
   if (std::optional<int> status = parse_args(app, args, out, err)) return *status;
 
-  auto file = GgufFile::open(path);
+  auto resolved = resolve_model_name(path);
+  if (auto* e = std::get_if<ModelNameError>(&resolved)) {
+    print_error(err, "quip", e->message);
+    return e->status;
+  }
+  auto file = GgufFile::open(std::get<ModelFile>(resolved).path.string());
   if (!file) {
     print_error(err, "quip", file.error().message);
     return kExitBadData;

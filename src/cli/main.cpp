@@ -19,6 +19,7 @@
 #include "cli/exit_status.h"
 #include "cli/generate.h"
 #include "cli/inspect.h"
+#include "cli/models_cmd.h"
 #include "cli/report.h"
 #include "cli/serve_cmd.h"
 #include "cli/template_cmd.h"
@@ -46,6 +47,8 @@ constexpr Subcommand kSubcommands[] = {
      quip::cli::export_main},
     {"inspect", "show what a GGUF model file holds (--json, --tensors)", quip::cli::inspect_main},
     {"log", "list the most recent conversations (-n N, --json)", quip::cli::log_main},
+    {"models", "list the models Ollama, Hugging Face, LM Studio, llama.cpp keep (--json)",
+     quip::cli::models_main},
     {"ps", "list the models a running quip server holds (--json)", quip::cli::ps_main},
     {"rm", "delete a conversation", quip::cli::rm_main},
     {"serve", "keep models loaded; answer the shell and OpenAI/Ollama clients (--port)",

@@ -14,6 +14,7 @@
 #include "base/text.h"
 #include "cli/config.h"
 #include "cli/exit_status.h"
+#include "cli/model_names.h"
 #include "cli/prompt_input.h"
 #include "cli/report.h"
 #include "cli/usage.h"
@@ -136,7 +137,15 @@ int serve_main(const std::vector<std::string>& args, std::ostream& out, std::ost
     }
     std::error_code ec;
     if (!fs::is_regular_file(name, ec)) {
-      return "-m " + printable(name) + ": neither a model file nor an alias in the config";
+      // A model of another tool's store, listed by the name it was given.
+      auto resolved = resolve_model_name(name, *config, session::store_roots());
+      if (auto* e = std::get_if<ModelNameError>(&resolved)) return "-m: " + e->message;
+      const fs::path& file = std::get<ModelFile>(resolved).path;
+      if (!fs::is_regular_file(file, ec)) {
+        return "-m " + printable(name) + ": neither a model file nor an alias in the config";
+      }
+      o.models.push_back({name, fs::absolute(file, ec), true});
+      return std::nullopt;
     }
     // Listed by its name without .gguf; its file name names it too.
     const fs::path p = fs::absolute(name, ec);

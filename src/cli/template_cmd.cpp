@@ -6,6 +6,7 @@
 #include "chat/chat_template.h"
 #include "chat/turn_prompt.h"
 #include "cli/exit_status.h"
+#include "cli/model_names.h"
 #include "cli/prompt_input.h"
 #include "cli/report.h"
 #include "cli/usage.h"
@@ -54,7 +55,9 @@ int template_main(const std::vector<std::string>& args, std::ostream& out, std::
   std::string source;
   std::optional<gguf::GgufFile> file;
   if (model) {
-    auto f = gguf::GgufFile::open(*model);
+    auto resolved = resolve_model_name(*model);
+    if (auto* e = std::get_if<ModelNameError>(&resolved)) return fail(e->status, e->message);
+    auto f = gguf::GgufFile::open(std::get<ModelFile>(resolved).path.string());
     if (!f) return fail(kExitBadData, f.error().message);
     file = std::move(*f);
     auto tok = tokenizer::Tokenizer::load(*file);

@@ -3,6 +3,7 @@
 #include "base/paths.h"
 #include "base/text.h"
 #include "cli/exit_status.h"
+#include "cli/model_names.h"
 #include "cli/prompt_input.h"
 #include "cli/report.h"
 #include "cli/usage.h"
@@ -28,7 +29,9 @@ int tokenize_main(const std::vector<std::string>& args, std::ostream& out, std::
   std::string model;
   std::vector<std::string> words;
   bool ids_only = false, no_bos = false, parse_special = false;
-  app.add_option("-m,--model", model, "GGUF model or vocabulary file")->required();
+  app.add_option("-m,--model", model,
+                 "GGUF model or vocabulary file, or a model name (quip models)")
+      ->required();
   app.add_option("TEXT", words, "text to tokenize (words are joined by spaces); '-' reads stdin")
       ->required();
   app.add_flag("--ids", ids_only, "print only the ids, on one line");
@@ -50,7 +53,12 @@ int tokenize_main(const std::vector<std::string>& args, std::ostream& out, std::
     for (size_t i = 0; i < words.size(); ++i) text += (i ? " " : "") + words[i];
   }
 
-  auto file = gguf::GgufFile::open(model);
+  auto resolved = resolve_model_name(model);
+  if (auto* e = std::get_if<ModelNameError>(&resolved)) {
+    print_error(err, "quip", e->message);
+    return e->status;
+  }
+  auto file = gguf::GgufFile::open(std::get<ModelFile>(resolved).path.string());
   if (!file) {
     print_error(err, "quip", file.error().message);
     return kExitBadData;

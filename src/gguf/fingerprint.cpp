@@ -8,14 +8,13 @@
 
 namespace quip::gguf {
 
-std::string fingerprint(const GgufFile& file) {
-  // Samples of the data section: where they are is a function of its size
-  // alone, so the same file always gives the same fingerprint.
-  constexpr uint64_t kSamples = 16, kSampleBytes = 256;
+namespace {
 
-  XXH3_state_t* state = XXH3_createState();
-  CHECK(state != nullptr);
-  XXH3_64bits_reset(state);
+// Hashes a file's header, metadata and tensor table, its size and samples of
+// its tensor data: where the samples are is a function of its size alone,
+// so the same file always gives the same fingerprint.
+void hash_file(XXH3_state_t* state, const GgufFile& file) {
+  constexpr uint64_t kSamples = 16, kSampleBytes = 256;
   const std::span<const std::byte> bytes = file.bytes();
   const uint64_t data_offset = std::min<uint64_t>(file.data_offset(), bytes.size());
   XXH3_64bits_update(state, bytes.data(), data_offset);
@@ -29,6 +28,18 @@ std::string fingerprint(const GgufFile& file) {
       XXH3_64bits_update(state, bytes.data() + at, n);
     }
   }
+}
+
+}  // namespace
+
+std::string fingerprint(const GgufFile& file) {
+  XXH3_state_t* state = XXH3_createState();
+  CHECK(state != nullptr);
+  XXH3_64bits_reset(state);
+  hash_file(state, file);
+  // The other parts of a split model (none for a whole file, whose
+  // fingerprint is then what it always was).
+  for (const GgufFile& part : file.parts()) hash_file(state, part);
   const XXH64_hash_t h = XXH3_64bits_digest(state);
   XXH3_freeState(state);
   char hex[17];

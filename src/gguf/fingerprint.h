@@ -2,7 +2,8 @@
 // another model: 16 hex digits hashing the file's header, metadata and tensor
 // table (everything before the tensor data), its size, and samples of the
 // tensor data spread over the file (so a fine-tune with the same layout and
-// metadata differs too). Cheap: it reads the header and a few pages.
+// metadata differs too), and the same of every other part of a split model.
+// Cheap: it reads the header and a few pages.
 #pragma once
 
 #include <string>

@@ -438,7 +438,7 @@ Result<GgufFile> GgufFile::parse(std::string name, std::span<const std::byte> by
   return f;
 }
 
-Result<GgufFile> GgufFile::open(const std::string& path) {
+Result<GgufFile> GgufFile::open_one(const std::string& path) {
   auto mapping = MappedFile::open(path);
   if (!mapping) return mapping.error();
   const std::span<const std::byte> bytes = mapping->bytes();
@@ -446,6 +446,78 @@ Result<GgufFile> GgufFile::open(const std::string& path) {
   if (!f) return f.error();
   f->mapping_ = std::move(*mapping);  // the mapped addresses do not move with it
   return f;
+}
+
+Result<GgufFile> GgufFile::open(const std::string& path) {
+  auto f = open_one(path);
+  if (!f) return f.error();
+  if (auto r = f->open_parts(); !r) return r.error();
+  return f;
+}
+
+// llama.cpp's gguf-split writes split.no (from 0), split.count and
+// split.tensors.count into every part, the model's other metadata into the
+// first only, and names part i PREFIX-0000i-of-0000N.gguf (llama_split_path).
+Result<void> GgufFile::open_parts() {
+  constexpr std::string_view kCount = "split.count", kNo = "split.no",
+                             kTensors = "split.tensors.count";
+  if (find(kCount) == nullptr) return {};
+  auto count = get_uint(kCount);
+  if (!count) return count.error();
+  if (*count <= 1) return {};
+  if (*count > 99999) {
+    return Error{prefix_ + "key 'split.count' is " + u64s(*count) + ", expected at most 99999"};
+  }
+  auto no = get_uint(kNo);
+  if (!no) return no.error();
+  char tail[64];
+  std::snprintf(tail, sizeof tail, "-00001-of-%05" PRIu64 ".gguf", *count);
+  if (*no != 0) {
+    return Error{prefix_ + "part " + u64s(*no + 1) + " of " + u64s(*count) +
+                 " of a split model: open its first part (" + tail + ")"};
+  }
+  if (!name_.ends_with(tail)) {
+    return Error{prefix_ + "the first of " + u64s(*count) +
+                 " parts of a split model must be named PREFIX" + tail + " to find the others"};
+  }
+  const std::string base = name_.substr(0, name_.size() - std::strlen(tail));
+  for (uint64_t i = 1; i < *count; ++i) {
+    std::snprintf(tail, sizeof tail, "-%05" PRIu64 "-of-%05" PRIu64 ".gguf", i + 1, *count);
+    auto part = open_one(base + tail);
+    if (!part)
+      return part.error().with_context(printable(name_, 4096) + ": split part " + u64s(i + 1));
+    auto part_no = part->get_uint(kNo);
+    if (!part_no) return part_no.error();
+    auto part_count = part->get_uint(kCount);
+    if (!part_count) return part_count.error();
+    if (*part_no != i || *part_count != *count) {
+      return Error{part->prefix_ + "key 'split.no' is " + u64s(*part_no) + " of 'split.count' " +
+                   u64s(*part_count) + ", expected " + u64s(i) + " of " + u64s(*count)};
+    }
+    for (const TensorInfo& t : part->tensors_) {
+      if (!tensor_index_.emplace(t.name, tensors_.size()).second) {
+        return Error{part->prefix_ + "tensor '" + printable(t.name) +
+                     "' is in an earlier part of the split model too"};
+      }
+      tensors_.push_back(t);
+    }
+    parts_.push_back(std::move(*part));
+  }
+  if (find(kTensors) != nullptr) {
+    auto n = get_uint(kTensors);
+    if (!n) return n.error();
+    if (*n != tensors_.size()) {
+      return Error{prefix_ + "key 'split.tensors.count' is " + u64s(*n) + ", but the " +
+                   u64s(*count) + " parts hold " + u64s(tensors_.size()) + " tensors"};
+    }
+  }
+  return {};
+}
+
+uint64_t GgufFile::total_size() const {
+  uint64_t n = file_size();
+  for (const GgufFile& p : parts_) n += p.file_size();
+  return n;
 }
 
 const Value* GgufFile::find(std::string_view key) const {

@@ -57,7 +57,12 @@ struct TensorInfo {
 
 class GgufFile {
  public:
-  // Maps and validates the file at `path`.
+  // Maps and validates the file at `path`. The first part of a model split
+  // across files (llama.cpp's gguf-split: `split.count` > 1, `split.no` 0,
+  // the file named PREFIX-00001-of-NNNNN.gguf) opens the other parts beside
+  // it too (PREFIX-00002-of-NNNNN.gguf, ...): their tensors are listed in
+  // tensors() with the first part's, each viewing its own part's mapping,
+  // so the parts load as one model. Any other part is an error.
   static Result<GgufFile> open(const std::string& path);
 
   // Validates `bytes`, which the caller keeps alive as long as the result.
@@ -100,13 +105,21 @@ class GgufFile {
   // An array whose elements have type `elem`.
   Result<const ArrayView*> get_array(std::string_view key, ValueType elem) const;
 
-  // Tensors in file order.
+  // Tensors in file order (of a split model, the parts' in part order).
   const std::vector<TensorInfo>& tensors() const { return tensors_; }
+
+  // Of a split model, the parts after this first one; empty otherwise.
+  const std::vector<GgufFile>& parts() const { return parts_; }
+  // The bytes of this file and of its parts.
+  uint64_t total_size() const;
   const TensorInfo* find_tensor(std::string_view name) const;
 
  private:
   GgufFile() = default;
   class Parser;
+
+  static Result<GgufFile> open_one(const std::string& path);
+  Result<void> open_parts();
 
   Error key_type_error(std::string_view key, ValueType found, ValueType expected) const;
 
@@ -122,6 +135,7 @@ class GgufFile {
   std::unordered_map<std::string_view, size_t> metadata_index_;
   std::vector<TensorInfo> tensors_;
   std::unordered_map<std::string_view, size_t> tensor_index_;
+  std::vector<GgufFile> parts_;
 };
 
 template <class T>

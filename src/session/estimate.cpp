@@ -68,7 +68,7 @@ Outcome<Estimate> estimate(const LoadedModel& m, const Request& r, const Prompt&
                     : e.n_ctx;
   e.kv_bytes = uint64_t{e.positions} * fwd.cache().position_bytes() + fwd.cache().state_bytes();
   e.scratch_bytes = fwd.scratch_bytes(std::min(fwd.max_batch(), e.evaluated_tokens));
-  e.weights_bytes = m.file->file_size();
+  e.weights_bytes = m.file->total_size();
 
   std::error_code ec;
   if (r.database && std::filesystem::exists(*r.database, ec)) {

@@ -9,18 +9,33 @@
 
 namespace quip::session {
 
+namespace {
+
+Result<void> check_weight_types(const gguf::GgufFile& file) {
+  for (const gguf::TensorInfo& t : file.tensors()) {
+    if (t.n_dims >= 2 && !kernels::has_dot(t.type.type)) {
+      return Error{printable(file.name()) + ": tensor '" + printable(t.name) + "' has type " +
+                   std::string(t.type.name) + ", which quip cannot run"};
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+Result<void> check_runnable(const gguf::GgufFile& file) {
+  auto model = engine::Model::bind(file);
+  if (!model) return model.error();
+  return check_weight_types(file);
+}
+
 Result<LoadedModel> load_model(const std::string& path) {
   auto opened = gguf::GgufFile::open(path);
   if (!opened) return opened.error();
   auto file = std::make_unique<gguf::GgufFile>(std::move(*opened));
   auto model = engine::Model::bind(*file);
   if (!model) return model.error();
-  for (const gguf::TensorInfo& t : file->tensors()) {
-    if (t.n_dims >= 2 && !kernels::has_dot(t.type.type)) {
-      return Error{printable(path) + ": tensor '" + printable(t.name) + "' has type " +
-                   std::string(t.type.name) + ", which quip cannot run"};
-    }
-  }
+  if (auto types = check_weight_types(*file); !types) return types.error();
   auto tok = tokenizer::Tokenizer::load(*file, {.cache_dir = cache_dir()});
   if (!tok) return tok.error();
   std::string fingerprint = gguf::fingerprint(*file);

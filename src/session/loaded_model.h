@@ -34,6 +34,11 @@ struct LoadedModel {
 // that quip cannot multiply.
 Result<LoadedModel> load_model(const std::string& path);
 
+// Whether quip can run the model `file` holds (its architecture and
+// hyper-parameters bind, and every weight matrix has a type quip
+// multiplies): load_model's own check of the model, without the tokenizer.
+Result<void> check_runnable(const gguf::GgufFile& file);
+
 // The answer texts of `model`'s tokens as a trie (grammar/token_constraint.h):
 // control tokens and tokens without text have none. Thread safe.
 std::shared_ptr<const grammar::TokenTrie> token_trie(const LoadedModel& model);
