@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs a libFuzzer target for a number of seconds on a seed corpus made from
 # the shared test data.
-#   scripts/fuzz.sh FUZZER SECONDS SHARED_DIR gguf|text|jinja|config|edits|reasoning|gbnf|json_schema|sse|api
+#   scripts/fuzz.sh FUZZER SECONDS SHARED_DIR gguf|text|jinja|config|edits|reasoning|gbnf|json_schema|sse|api|hf
 # gguf: seeds are the heads of the shared GGUF files (for file parsers).
 # text: seeds are the tokenizer test strings and slices of a book.
 # jinja: seeds are the shared chat templates.
@@ -12,6 +12,7 @@
 # json_schema: seeds are the schemas of tests/data/json_schemas.
 # sse: seeds are OpenAI-style event streams (the first byte: the piece size).
 # api: seeds are request bodies of `quip serve` (the first byte: the route).
+# hf: seeds are the hub's listings of repositories (the first byte: the quant tag).
 set -euo pipefail
 fuzzer=$1 seconds=$2 shared=$3 kind=$4
 name=$(basename "$fuzzer")${QUIP_FUZZ_VOCAB:+-$(basename "$QUIP_FUZZ_VOCAB" .gguf)}
@@ -47,6 +48,14 @@ elif [ "$kind" = api ]; then
   printf '\002{"model":"m","messages":[{"role":"user","content":"x"}],"options":{"num_predict":4,"num_ctx":64,"stop":"y"},"format":"json","think":false}' >"$seeds/ollama-chat"
   printf '\003{"model":"m","prompt":"Why?","system":"Be brief.","raw":false,"stream":false}' >"$seeds/generate"
   printf '\004{"model":"m"}' >"$seeds/show"
+elif [ "$kind" = hf ]; then
+  # The first byte picks the quant tag (fuzz/hf_listing_fuzz.cpp).
+  sha=0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef
+  commit=0123456789abcdef0123456789abcdef01234567
+  printf '\000{"id":"a/b","sha":"%s","siblings":[{"rfilename":"README.md","blobId":"x","size":7},{"rfilename":"m-Q4_K_M.gguf","size":9,"lfs":{"sha256":"%s","size":9,"pointerSize":135}},{"rfilename":"mmproj-F16.gguf","size":2,"lfs":{"sha256":"%s","size":2}}]}' "$commit" "$sha" "$sha" >"$seeds/listing"
+  printf '\002{"sha":"%s","siblings":[{"rfilename":"Q8_0/m-Q8_0-00001-of-00002.gguf","size":1,"lfs":{"sha256":"%s","size":1}},{"rfilename":"Q8_0/m-Q8_0-00002-of-00002.gguf","size":1,"lfs":{"sha256":"%s","size":1}}]}' "$commit" "$sha" "$sha" >"$seeds/split"
+  printf '\001hf:Qwen/Qwen2.5-0.5B-Instruct-GGUF:Q8_0' >"$seeds/ref"
+  printf '\003{"sha":"%s","siblings":[{"rfilename":"../x.gguf"},{"rfilename":"a\\u0085.gguf"}]}' "$commit" >"$seeds/broken"
 elif [ "$kind" = reasoning ]; then
   # A model's output in each style: the first byte's low bits pick the
   # style (1 tags, 2 harmony, else none), bit 2 the start inside the

@@ -19,6 +19,7 @@
 #include "cli/exit_status.h"
 #include "cli/generate.h"
 #include "cli/inspect.h"
+#include "cli/pull.h"
 #include "cli/report.h"
 #include "cli/serve_cmd.h"
 #include "cli/template_cmd.h"
@@ -47,6 +48,7 @@ constexpr Subcommand kSubcommands[] = {
     {"inspect", "show what a GGUF model file holds (--json, --tensors)", quip::cli::inspect_main},
     {"log", "list the most recent conversations (-n N, --json)", quip::cli::log_main},
     {"ps", "list the models a running quip server holds (--json)", quip::cli::ps_main},
+    {"pull", "download a GGUF model from Hugging Face (hf:ORG/REPO[:QUANT])", quip::cli::pull_main},
     {"rm", "delete a conversation", quip::cli::rm_main},
     {"serve", "keep models loaded; answer the shell and OpenAI/Ollama clients (--port)",
      quip::cli::serve_main},
