@@ -6,7 +6,7 @@
 Listens on a free loopback port, writes the port to PORT_FILE, and serves
 the hub's routes as the hub documents them and huggingface_hub reads them:
 
-    GET  /api/models/ORG/REPO/revision/REV[?blobs=true]
+    GET  /api/models/ORG/REPO[/revision/REV][?blobs=true]
          {"id", "sha": COMMIT, "siblings": [{"rfilename", "blobId", "size",
          "lfs": {"sha256", "size", "pointerSize"}}]} (lfs for *.gguf files)
     HEAD/GET /ORG/REPO/resolve/REV/PATH
@@ -134,6 +134,8 @@ class Handler(BaseHTTPRequestHandler):
         try:
             if parts[:2] == ["api", "models"] and len(parts) == 6 and parts[4] == "revision":
                 self.model_info(cfg, parts[2], parts[3], parts[5])
+            elif parts[:2] == ["api", "models"] and len(parts) == 4:
+                self.model_info(cfg, parts[2], parts[3], "main")
             elif len(parts) >= 5 and parts[2] == "resolve":
                 self.resolve(cfg, parts[0], parts[1], parts[3], "/".join(parts[4:]))
             elif len(parts) == 2 and parts[0] == "cdn":
