@@ -89,6 +89,7 @@ int pull_main(const std::vector<std::string>& args, std::ostream& out, std::ostr
     progress.update(p.file, p.done, p.total, p.at_start);
     return g_pull_signal == 0;
   };
+  handlers.keep_going = [] { return g_pull_signal == 0; };
   auto result = hub::pull(request, handlers);
   progress.clear();
   if (!result) {

@@ -170,6 +170,11 @@ size_t on_small_body(char* data, size_t size, size_t n, void* user) {
   return bytes;
 }
 
+int on_wait_progress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+  const auto& keep_going = *static_cast<const std::function<bool()>*>(user);
+  return keep_going() ? 0 : 1;
+}
+
 class Client {
  public:
   explicit Client(const PullRequest& request)
@@ -177,7 +182,10 @@ class Client {
 
   // A request whose whole answer is kept (up to `limit` bytes).
   // `nobody`: a HEAD request. Redirects are not followed.
-  Response fetch(const std::string& url, bool nobody, size_t limit) const {
+  // `keep_going` (may be null) is asked while waiting; false aborts the
+  // request (CURLE_ABORTED_BY_CALLBACK).
+  Response fetch(const std::string& url, bool nobody, size_t limit,
+                 const std::function<bool()>& keep_going) const {
     Response r;
     std::unique_ptr<CURL, EasyDeleter> easy(curl_easy_init());
     if (!easy) {
@@ -195,6 +203,11 @@ class Client {
     curl_easy_setopt(h, CURLOPT_HEADERDATA, &r.headers);
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_small_body);
     curl_easy_setopt(h, CURLOPT_WRITEDATA, &sink);
+    if (keep_going) {
+      curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+      curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_wait_progress);
+      curl_easy_setopt(h, CURLOPT_XFERINFODATA, &keep_going);
+    }
     r.code = curl_easy_perform(h);
     r.curl_error = error;
     curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &r.status);
@@ -445,7 +458,12 @@ class Puller {
     const std::string& repo = request_.ref.repo;
     // 1. The listing.
     const std::string info_url = ep + "/api/models/" + repo + "/revision/main?blobs=true";
-    const Response info = client_.fetch(info_url, /*nobody=*/false, kMaxListingBytes);
+    const Response info =
+        client_.fetch(info_url, /*nobody=*/false, kMaxListingBytes, handlers_.keep_going);
+    if (info.code == CURLE_ABORTED_BY_CALLBACK) {
+      result_.interrupted = true;
+      return std::move(result_);
+    }
     if (info.code != CURLE_OK && info.status < 300) return Error{transfer_error(info, request_)};
     if (info.status != 200) return Error{status_error(info, request_, "repository")};
     auto listing = parse_model_info(info.body);
@@ -550,8 +568,7 @@ class Puller {
       if (errno != EWOULDBLOCK && errno != EINTR) {
         return Error{printable(path.string(), 4096) + ": cannot lock: " + errno_text(errno)};
       }
-      progress_.file = f.path;
-      if (handlers_.on_progress && !handlers_.on_progress(progress_)) {
+      if (handlers_.keep_going && !handlers_.keep_going()) {
         result_.interrupted = true;
         return FileLock();
       }
@@ -565,7 +582,11 @@ class Puller {
   Result<std::string> locate(const RepoFile& f) {
     const std::string url = request_.endpoint + "/" + request_.ref.repo + "/resolve/" +
                             result_.commit + "/" + url_path(f.path);
-    const Response head = client_.fetch(url, /*nobody=*/true, kMaxErrorBody);
+    const Response head = client_.fetch(url, /*nobody=*/true, kMaxErrorBody, handlers_.keep_going);
+    if (head.code == CURLE_ABORTED_BY_CALLBACK) {
+      result_.interrupted = true;
+      return std::string();
+    }
     if (head.code != CURLE_OK) return Error{f.path + ": " + transfer_error(head, request_)};
     if (head.status >= 400) return Error{f.path + ": " + status_error(head, request_, "file")};
     const auto header = [&](const char* name) {
@@ -607,6 +628,7 @@ class Puller {
     if (blob_in_place(f)) return {};
     auto url = locate(f);
     if (!url) return url.error();
+    if (result_.interrupted) return {};
 
     const fs::path part = incomplete_path(f);
     const std::string shown = printable(part.string(), 4096);

@@ -69,6 +69,10 @@ struct PullHandlers {
   // Called while files download, at least every second and after each
   // piece; false stops the pull as interrupted. Null: never.
   std::function<bool(const PullProgress&)> on_progress;
+  // Asked at least every second while waiting for the hub's answers (the
+  // listing, a file's metadata) or for another process's download of the
+  // same file; false stops the pull as interrupted. Null: never.
+  std::function<bool()> keep_going;
 };
 
 struct PullResult {

@@ -31,6 +31,8 @@ between two pulls:
      "cdn_host": "localhost",   # the CDN's host name in the redirect
      "cut_after": N,            # CDN GETs close the connection after N bytes
      "stall_after": N,          # CDN GETs send N bytes, then nothing for 60 s
+     "throttle": N,             # CDN GETs send N bytes every 50 ms
+     "stall_api": false,        # the listing comes after 60 s
      "wrong_bytes": false,      # CDN GETs send the bytes with one changed
      "ignore_range": false}     # CDN GETs answer a Range with the whole file
 
@@ -146,6 +148,8 @@ class Handler(BaseHTTPRequestHandler):
             pass
 
     def model_info(self, cfg, org, name, rev):
+        if cfg.get("stall_api"):
+            time.sleep(60)
         repo = self.repo(cfg, org, name)
         if repo is None:
             return
@@ -235,6 +239,13 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.write(data[:cfg["stall_after"]])
             self.wfile.flush()
             time.sleep(60)
+            return
+        if cfg.get("throttle") is not None:
+            step = cfg["throttle"]
+            for at in range(0, len(data), step):
+                self.wfile.write(data[at:at + step])
+                self.wfile.flush()
+                time.sleep(0.05)
             return
         self.wfile.write(data)
 

@@ -399,6 +399,61 @@ TEST_F(Pull, CtrlCKeepsThePartForTheNextPull) {
                        shared_model("tiny-llama-spm-e64-q8_0.gguf"));
 }
 
+TEST_F(Pull, CtrlCWhileWaitingForTheHubStopsAtOnce) {
+  config_["stall_api"] = true;
+  hub_->configure(config_);
+  const auto start = std::chrono::steady_clock::now();
+  const RunResult r =
+      run_wrapped({"/usr/bin/timeout", "--preserve-status", "-s", "INT", "1"}, "hf:org/tiny");
+  EXPECT_EQ(r.status, kExitInterrupted) << r.err;
+  EXPECT_NE(r.err.find("interrupted"), std::string::npos) << r.err;
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20));
+  EXPECT_FALSE(fs::exists(repo_dir("models--org--tiny")));
+}
+
+// On a terminal (script(1) gives quip one), a bar with the size, the speed
+// and the time left, erased before the last line.
+TEST_F(Pull, ATerminalGetsAProgressBar) {
+  config_["throttle"] = 256 * 1024;  // about a second for the Q8_0 file
+  hub_->configure(config_);
+  const std::string command = std::string(QUIP_BINARY) + " pull hf:org/tiny:Q8_0";
+  const RunResult r = quip::testing::run_command({"/usr/bin/script", "-qec", command, "/dev/null"},
+                                                 options(env({{"NO_COLOR", "1"}})));
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("\r\033[Kquip: tiny-llama-spm-e64-Q8_0.gguf [#"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("/4.9 MiB, "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("MiB/s, "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" s left"), std::string::npos) << r.out;
+  EXPECT_NE(
+      r.out.find("\r\033[Kquip pull: hf:org/tiny:Q8_0: tiny-llama-spm-e64-Q8_0.gguf, 4.9 MiB: "
+                 "downloaded 4.9 MiB in "),
+      std::string::npos)
+      << r.out;
+}
+
+// Two pulls of one file at once: the second waits for the first's lock
+// (the file huggingface_hub locks too) and finds the file there.
+TEST_F(Pull, TwoPullsAtOnceDownloadOnce) {
+  config_["throttle"] = 512 * 1024;
+  hub_->configure(config_);
+  const std::string pull = std::string(QUIP_BINARY) + " pull hf:org/tiny:Q8_0";
+  const std::string script = pull + " >" + (home() / "out1").string() + " 2>/dev/null & " + pull +
+                             " >" + (home() / "out2").string() +
+                             " 2>/dev/null; b=$?; wait $!; a=$?; echo $a $b";
+  const RunResult r = quip::testing::run_command({"/bin/sh", "-c", script}, options(env()));
+  EXPECT_EQ(r.out, "0 0\n") << r.err;
+  const std::string path =
+      (repo_dir("models--org--tiny") / "snapshots" / kCommit / "tiny-llama-spm-e64-Q8_0.gguf")
+          .string() +
+      "\n";
+  EXPECT_EQ(read_all(home() / "out1"), path);
+  EXPECT_EQ(read_all(home() / "out2"), path);
+  EXPECT_EQ(hub_->cdn_gets().size(), 1u);
+  expect_snapshot_file("models--org--tiny", "tiny-llama-spm-e64-Q8_0.gguf",
+                       shared_model("tiny-llama-spm-e64-q8_0.gguf"));
+}
+
 TEST_F(Pull, AWrongChecksumLeavesNothing) {
   config_["wrong_bytes"] = true;
   hub_->configure(config_);
