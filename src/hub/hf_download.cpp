@@ -214,6 +214,23 @@ class Client {
     return r;
   }
 
+  // fetch, following relative redirects (a renamed repository's routes
+  // answer 307 with a Location on the same host), as huggingface_hub's
+  // _httpx_follow_relative_redirects does; `url` becomes the last one asked.
+  Response fetch_following(std::string& url, bool nobody, size_t limit,
+                           const std::function<bool()>& keep_going) const {
+    for (int hop = 0;; ++hop) {
+      Response r = fetch(url, nobody, limit, keep_going);
+      const auto location = r.headers.find("location");
+      if (r.code != CURLE_OK || r.status < 300 || r.status >= 400 || hop == 5 ||
+          location == r.headers.end() || !location->second.starts_with("/") ||
+          location->second.starts_with("//")) {
+        return r;
+      }
+      url = origin_of(url) + location->second;
+    }
+  }
+
   // The headers of a request: `extra`, and the token for the endpoint's origin only.
   std::unique_ptr<curl_slist, ListDeleter> request_headers(
       const std::string& url, std::initializer_list<std::string> extra) const {
@@ -457,9 +474,9 @@ class Puller {
     const std::string& ep = request_.endpoint;
     const std::string& repo = request_.ref.repo;
     // 1. The listing.
-    const std::string info_url = ep + "/api/models/" + repo + "/revision/main?blobs=true";
+    std::string info_url = ep + "/api/models/" + repo + "/revision/main?blobs=true";
     const Response info =
-        client_.fetch(info_url, /*nobody=*/false, kMaxListingBytes, handlers_.keep_going);
+        client_.fetch_following(info_url, /*nobody=*/false, kMaxListingBytes, handlers_.keep_going);
     if (info.code == CURLE_ABORTED_BY_CALLBACK) {
       result_.interrupted = true;
       return std::move(result_);
@@ -580,9 +597,10 @@ class Puller {
   // Where the bytes of `f` are: the resolve URL's redirect, checked
   // against the listing.
   Result<std::string> locate(const RepoFile& f) {
-    const std::string url = request_.endpoint + "/" + request_.ref.repo + "/resolve/" +
-                            result_.commit + "/" + url_path(f.path);
-    const Response head = client_.fetch(url, /*nobody=*/true, kMaxErrorBody, handlers_.keep_going);
+    std::string url = request_.endpoint + "/" + request_.ref.repo + "/resolve/" + result_.commit +
+                      "/" + url_path(f.path);
+    const Response head =
+        client_.fetch_following(url, /*nobody=*/true, kMaxErrorBody, handlers_.keep_going);
     if (head.code == CURLE_ABORTED_BY_CALLBACK) {
       result_.interrupted = true;
       return std::string();

@@ -33,6 +33,7 @@ between two pulls:
      "stall_after": N,          # CDN GETs send N bytes, then nothing for 60 s
      "throttle": N,             # CDN GETs send N bytes every 50 ms
      "stall_api": false,        # the listing comes after 60 s
+     "moved": {"ORG/OLD": "ORG/REPO"}  # a renamed repository (307 to the new name)
      "wrong_bytes": false,      # CDN GETs send the bytes with one changed
      "ignore_range": false}     # CDN GETs answer a Range with the whole file
 
@@ -133,6 +134,21 @@ class Handler(BaseHTTPRequestHandler):
         cfg = self.config()
         url = urllib.parse.urlsplit(self.path)
         parts = [urllib.parse.unquote(p) for p in url.path.split("/")[1:]]
+        # A renamed repository: its old routes redirect (307, relative).
+        moved = cfg.get("moved", {})
+        old = None
+        if parts[:2] == ["api", "models"] and len(parts) >= 4:
+            old = (2, "/".join(parts[2:4]))
+        elif len(parts) >= 2:
+            old = (0, "/".join(parts[0:2]))
+        if old and old[1] in moved:
+            at = old[0]
+            new = parts[:at] + moved[old[1]].split("/") + parts[at + 2:]
+            location = "/" + "/".join(urllib.parse.quote(p) for p in new)
+            if url.query:
+                location += "?" + url.query
+            self.reply(307, [("Location", location)], b"")
+            return
         try:
             if parts[:2] == ["api", "models"] and len(parts) == 6 and parts[4] == "revision":
                 self.model_info(cfg, parts[2], parts[3], parts[5])

@@ -285,6 +285,21 @@ TEST_F(Pull, DownloadsTheDefaultQuantIntoTheHuggingFaceCache) {
   EXPECT_TRUE(hub_->cdn_gets().empty());
 }
 
+// A renamed repository answers with relative redirects to its new name;
+// the files stay under the name asked for, as huggingface_hub keeps them.
+TEST_F(Pull, ARenamedRepositoryIsFollowed) {
+  config_["moved"] = {{"org/old-name", "org/tiny"}};
+  hub_->configure(config_);
+  const RunResult r = pull("hf:org/old-name:Q8_0");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, (repo_dir("models--org--old-name") / "snapshots" / kCommit /
+                    "tiny-llama-spm-e64-Q8_0.gguf")
+                           .string() +
+                       "\n");
+  expect_snapshot_file("models--org--old-name", "tiny-llama-spm-e64-Q8_0.gguf",
+                       shared_model("tiny-llama-spm-e64-q8_0.gguf"));
+}
+
 TEST_F(Pull, AQuantTagChoosesTheFile) {
   for (const auto& [tag, file] : std::vector<std::pair<std::string, std::string>>{
            {"Q8_0", "tiny-llama-spm-e64-Q8_0.gguf"},
