@@ -105,8 +105,9 @@ int pull_main(const std::vector<std::string>& args, std::ostream& out, std::ostr
   uint64_t total = 0;
   for (const hub::RepoFile& f : result->files) total += f.size;
   std::string files = result->files.front().path;
-  if (result->files.size() > 1)
+  if (result->files.size() > 1) {
     files += " and " + std::to_string(result->files.size() - 1) + " more parts";
+  }
   std::string summary = shown + ": " + files + ", " + human_size(total);
   if (result->received == 0) {
     summary += ", already in the cache";

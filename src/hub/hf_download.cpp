@@ -437,8 +437,9 @@ bool disk_full(int e) {
 Result<void> write_atomically(const fs::path& path, std::string_view text) {
   const fs::path tmp = path.string() + ".tmp-" + std::to_string(::getpid());
   UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666));
-  if (!fd.valid())
+  if (!fd.valid()) {
     return Error{printable(tmp.string(), 4096) + ": cannot create: " + errno_text(errno)};
+  }
   if (::write(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size())) {
     const int e = errno;
     ::unlink(tmp.c_str());
@@ -481,7 +482,12 @@ class Puller {
       result_.interrupted = true;
       return std::move(result_);
     }
-    if (info.code != CURLE_OK && info.status < 300) return Error{transfer_error(info, request_)};
+    if (info.status >= 300) return Error{status_error(info, request_, "repository")};
+    if (info.code == CURLE_WRITE_ERROR) {
+      return Error{ep + ": the listing of the repository is longer than " +
+                   human_size(kMaxListingBytes)};
+    }
+    if (info.code != CURLE_OK) return Error{transfer_error(info, request_)};
     if (info.status != 200) return Error{status_error(info, request_, "repository")};
     auto listing = parse_model_info(info.body);
     if (!listing) return listing.error().with_context(ep);
@@ -553,11 +559,13 @@ class Puller {
       }
     }
     fs::create_directories(repo_dir / "refs", ec);
-    if (ec)
+    if (ec) {
       return Error{printable((repo_dir / "refs").string(), 4096) +
                    ": cannot create: " + ec.message()};
-    if (auto ok = write_atomically(repo_dir / "refs" / "main", result_.commit); !ok)
+    }
+    if (auto ok = write_atomically(repo_dir / "refs" / "main", result_.commit); !ok) {
       return ok.error();
+    }
     result_.path = snapshot / result_.files.front().path;
     return std::move(result_);
   }
@@ -653,8 +661,9 @@ class Puller {
     UniqueFd fd(::open(part.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666));
     if (!fd.valid()) return Error{f.path + ": cannot create " + shown + ": " + errno_text(errno)};
     struct stat st {};
-    if (::fstat(fd.get(), &st) != 0)
+    if (::fstat(fd.get(), &st) != 0) {
       return Error{f.path + ": cannot read " + shown + ": " + errno_text(errno)};
+    }
     uint64_t have = static_cast<uint64_t>(st.st_size);
     Sha256 hash;
     // A part longer than the file, or one that cannot be read, starts over.
