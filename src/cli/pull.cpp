@@ -77,6 +77,13 @@ int pull_main(const std::vector<std::string>& args, std::ostream& out, std::ostr
   hub::PullRequest request;
   request.endpoint = *endpoint;
   if (const char* token = std::getenv("HF_TOKEN")) request.token = token;
+  // The token goes into a header line: nothing that could end it or add another.
+  for (const char c : request.token) {
+    if (static_cast<unsigned char>(c) <= ' ' || static_cast<unsigned char>(c) >= 0x7f) {
+      print_error(err, "quip pull", "HF_TOKEN holds a space, control or non-ASCII character");
+      return kExitUsage;
+    }
+  }
   request.user_agent = "quip/" QUIP_PROJECT_VERSION;
   request.ref = *ref;
   request.cache = *cache;

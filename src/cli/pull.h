@@ -5,7 +5,7 @@
 //
 // stderr: a progress bar on a terminal; one line at the end either way.
 // Exit status: 0 pulled (or already there), 1 the hub, the network or the
-// disk failed, 2 a malformed hf: reference or HF_ENDPOINT, 128 + the
+// disk failed, 2 a malformed hf: reference, HF_ENDPOINT or HF_TOKEN, 128 + the
 // signal's number when interrupted (130 for Ctrl-C): the partial download
 // is kept for the next pull to resume.
 #pragma once

@@ -549,6 +549,8 @@ TEST_F(Pull, MalformedReferencesAreUsageErrors) {
   expect_failure({"pull", "hf:org/tiny:Q4 K"}, kExitUsage, "quant tag", env());
   expect_failure({"pull", "hf:org/tiny"}, kExitUsage, "HF_ENDPOINT 'ftp://x'",
                  env({{"HF_ENDPOINT", "ftp://x"}}));
+  expect_failure({"pull", "hf:org/tiny"}, kExitUsage, "HF_TOKEN holds a space",
+                 env({{"HF_TOKEN", "hf_abc\r\nX-Injected: 1"}}));
   EXPECT_TRUE(hub_->requests().empty());
 }
 
