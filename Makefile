@@ -70,6 +70,7 @@ fuzz: setup
 	@scripts/fuzz.sh build-fuzz/fuzz_sse $(TOKENIZER_FUZZ_SECONDS) "$(SHARED)" sse
 	@scripts/fuzz.sh build-fuzz/fuzz_api $(TOKENIZER_FUZZ_SECONDS) "$(SHARED)" api
 	@scripts/fuzz.sh build-fuzz/fuzz_model_stores $(TOKENIZER_FUZZ_SECONDS) "$(SHARED)" manifests
+	@scripts/fuzz.sh build-fuzz/fuzz_hf_listing $(TOKENIZER_FUZZ_SECONDS) "$(SHARED)" hf
 
 check: test check-asan fuzz
 

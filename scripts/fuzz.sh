@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs a libFuzzer target for a number of seconds on a seed corpus made from
 # the shared test data.
-#   scripts/fuzz.sh FUZZER SECONDS SHARED_DIR gguf|text|jinja|config|edits|reasoning|gbnf|json_schema|sse|api|manifests
+#   scripts/fuzz.sh FUZZER SECONDS SHARED_DIR gguf|text|jinja|config|edits|reasoning|gbnf|json_schema|sse|api|manifests|hf
 # gguf: seeds are the heads of the shared GGUF files (for file parsers).
 # text: seeds are the tokenizer test strings and slices of a book.
 # jinja: seeds are the shared chat templates.
@@ -14,6 +14,7 @@
 # api: seeds are request bodies of `quip serve` (the first byte: the route).
 # manifests: seeds are Ollama and llama.cpp manifests and split file names
 #   (the first byte: which).
+# hf: seeds are the hub's listings of repositories (the first byte: the quant tag).
 set -euo pipefail
 fuzzer=$1 seconds=$2 shared=$3 kind=$4
 name=$(basename "$fuzzer")${QUIP_FUZZ_VOCAB:+-$(basename "$QUIP_FUZZ_VOCAB" .gguf)}
@@ -54,6 +55,14 @@ elif [ "$kind" = manifests ]; then
     "$(printf 'a%.0s' $(seq 64))" "$(printf 'b%.0s' $(seq 64))" "$(printf 'c%.0s' $(seq 64))" >"$seeds/ollama"
   printf '\001{"ggufFile":{"rfilename":"sub/Model-Q4_K_M.gguf","blobId":"0123","size":1,"lfs":{"sha256":"ab","size":1,"pointerSize":135}},"mmprojFile":{"rfilename":"mmproj-f16.gguf"}}' >"$seeds/llama.cpp"
   printf '\002Qwen2.5-7B-Instruct-Q4_K_M-00001-of-00002.gguf' >"$seeds/split"
+elif [ "$kind" = hf ]; then
+  # The first byte picks the quant tag (fuzz/hf_listing_fuzz.cpp).
+  sha=0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef
+  commit=0123456789abcdef0123456789abcdef01234567
+  printf '\000{"id":"a/b","sha":"%s","siblings":[{"rfilename":"README.md","blobId":"x","size":7},{"rfilename":"m-Q4_K_M.gguf","size":9,"lfs":{"sha256":"%s","size":9,"pointerSize":135}},{"rfilename":"mmproj-F16.gguf","size":2,"lfs":{"sha256":"%s","size":2}}]}' "$commit" "$sha" "$sha" >"$seeds/listing"
+  printf '\002{"sha":"%s","siblings":[{"rfilename":"Q8_0/m-Q8_0-00001-of-00002.gguf","size":1,"lfs":{"sha256":"%s","size":1}},{"rfilename":"Q8_0/m-Q8_0-00002-of-00002.gguf","size":1,"lfs":{"sha256":"%s","size":1}}]}' "$commit" "$sha" "$sha" >"$seeds/split"
+  printf '\001hf:Qwen/Qwen2.5-0.5B-Instruct-GGUF:Q8_0' >"$seeds/ref"
+  printf '\003{"sha":"%s","siblings":[{"rfilename":"../x.gguf"},{"rfilename":"a\\u0085.gguf"}]}' "$commit" >"$seeds/broken"
 elif [ "$kind" = reasoning ]; then
   # A model's output in each style: the first byte's low bits pick the
   # style (1 tags, 2 harmony, else none), bit 2 the start inside the

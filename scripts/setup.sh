@@ -15,6 +15,7 @@ packages=(
   curl                                # the server tests drive it with curl
   libtomlplusplus-dev                 # config.toml
   libcurl4-openssl-dev                # remote backends over HTTP(S)
+  libssl-dev                          # SHA-256 of pulled models (libcrypto)
   python3-jsonschema                  # checks the JSON Schema corpus's labels (tests/grammar)
 )
 

@@ -20,6 +20,7 @@
 #include "cli/generate.h"
 #include "cli/inspect.h"
 #include "cli/models_cmd.h"
+#include "cli/pull.h"
 #include "cli/report.h"
 #include "cli/serve_cmd.h"
 #include "cli/template_cmd.h"
@@ -50,6 +51,7 @@ constexpr Subcommand kSubcommands[] = {
     {"models", "list the models Ollama, Hugging Face, LM Studio, llama.cpp keep (--json)",
      quip::cli::models_main},
     {"ps", "list the models a running quip server holds (--json)", quip::cli::ps_main},
+    {"pull", "download a GGUF model from Hugging Face (hf:ORG/REPO[:QUANT])", quip::cli::pull_main},
     {"rm", "delete a conversation", quip::cli::rm_main},
     {"serve", "keep models loaded; answer the shell and OpenAI/Ollama clients (--port)",
      quip::cli::serve_main},

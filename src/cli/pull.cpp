@@ -1,0 +1,137 @@
+#include "cli/pull.h"
+
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdlib>
+#include <iostream>
+
+#include "base/file_io.h"
+#include "base/text.h"
+#include "cli/download_progress.h"
+#include "cli/exit_status.h"
+#include "cli/report.h"
+#include "cli/usage.h"
+#include "hub/hf_download.h"
+
+namespace quip::cli {
+
+namespace {
+
+// The signal that asked the pull to stop (SIGINT, SIGTERM, SIGHUP), or 0.
+volatile std::sig_atomic_t g_pull_signal = 0;
+
+extern "C" void on_pull_signal(int signo) {
+  if (g_pull_signal == 0) g_pull_signal = signo;
+}
+
+// Ctrl-C, SIGTERM and SIGHUP stop the download where it is; the part
+// stays for the next pull. SIGXFSZ is ignored, so that a write past the
+// file size limit (ulimit -f) fails with EFBIG, reported like a full disk,
+// instead of killing the process.
+void catch_signals() {
+  struct sigaction sa {};
+  sa.sa_handler = on_pull_signal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  for (int signo : {SIGINT, SIGTERM, SIGHUP}) sigaction(signo, &sa, nullptr);
+  struct sigaction ignore {};
+  ignore.sa_handler = SIG_IGN;
+  sigemptyset(&ignore.sa_mask);
+  sigaction(SIGXFSZ, &ignore, nullptr);
+}
+
+}  // namespace
+
+int pull_main(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  CLI::App app{
+      "Download a GGUF model from Hugging Face into its cache (where huggingface_hub and "
+      "llama.cpp's -hf find it too) and print the file's path. QUANT picks the file by "
+      "its quant tag; without it: Q4_K_M, else Q8_0, else the first GGUF file. Split "
+      "models come whole. An interrupted download resumes on the next pull; every file's "
+      "SHA-256 is checked before it is used. HF_TOKEN: an access token (private and gated "
+      "models); HF_ENDPOINT: another hub; HF_HUB_CACHE or HF_HOME: another cache.",
+      "quip pull"};
+  std::string spec;
+  app.add_option("MODEL", spec, "hf:ORG/REPO[:QUANT], e.g. hf:Qwen/Qwen2.5-0.5B-Instruct-GGUF:Q8_0")
+      ->required();
+  if (std::optional<int> status = parse_args(app, args, out, err)) return *status;
+
+  auto ref = hub::parse_model_ref(spec);
+  if (!ref) {
+    print_error(err, "quip pull", ref.error().message);
+    return kExitUsage;
+  }
+  auto endpoint = hub::endpoint_from_environment();
+  if (!endpoint) {
+    print_error(err, "quip pull", endpoint.error().message);
+    return kExitUsage;
+  }
+  auto cache = hub::hub_cache_dir();
+  if (!cache) {
+    print_error(err, "quip pull", "no cache folder: set HF_HUB_CACHE, HF_HOME or HOME");
+    return kExitFailure;
+  }
+  const std::string shown = "hf:" + ref->repo + (ref->tag.empty() ? "" : ":" + ref->tag);
+
+  hub::PullRequest request;
+  request.endpoint = *endpoint;
+  if (const char* token = std::getenv("HF_TOKEN")) request.token = token;
+  // The token goes into a header line: nothing that could end it or add another.
+  for (const char c : request.token) {
+    if (static_cast<unsigned char>(c) <= ' ' || static_cast<unsigned char>(c) >= 0x7f) {
+      print_error(err, "quip pull", "HF_TOKEN holds a space, control or non-ASCII character");
+      return kExitUsage;
+    }
+  }
+  request.user_agent = "quip/" QUIP_PROJECT_VERSION;
+  request.ref = *ref;
+  request.cache = *cache;
+
+  catch_signals();
+  const bool live = &err == &std::cerr && isatty(STDERR_FILENO) != 0;
+  DownloadProgress progress(err, live, PromptProgress::from_environment());
+  hub::PullHandlers handlers;
+  handlers.on_progress = [&](const hub::PullProgress& p) {
+    progress.update(p.file, p.done, p.total, p.at_start);
+    return g_pull_signal == 0;
+  };
+  handlers.keep_going = [] { return g_pull_signal == 0; };
+  auto result = hub::pull(request, handlers);
+  progress.clear();
+  if (!result) {
+    print_error(err, "quip pull", shown + ": " + result.error().message);
+    return kExitFailure;
+  }
+  if (result->interrupted) {
+    print_error(err, "quip pull",
+                shown + ": interrupted; what was downloaded is kept and the next pull resumes it");
+    return g_pull_signal != 0 ? kExitSignal + static_cast<int>(g_pull_signal) : kExitInterrupted;
+  }
+
+  uint64_t total = 0;
+  for (const hub::RepoFile& f : result->files) total += f.size;
+  std::string files = result->files.front().path;
+  if (result->files.size() > 1) {
+    files += " and " + std::to_string(result->files.size() - 1) + " more parts";
+  }
+  std::string summary = shown + ": " + files + ", " + human_size(total);
+  if (result->received == 0) {
+    summary += ", already in the cache";
+  } else {
+    const double seconds = progress.seconds();
+    summary += ": downloaded " + human_size(result->received) + " in " +
+               DownloadProgress::duration_text(seconds);
+    if (seconds > 0) {
+      summary +=
+          " (" +
+          human_size(static_cast<uint64_t>(static_cast<double>(result->received) / seconds)) +
+          "/s)";
+    }
+  }
+  err << "quip pull: " << printable(summary, 4096) << '\n';
+  out << result->path.string() << '\n';
+  return kExitOk;
+}
+
+}  // namespace quip::cli
