@@ -16,6 +16,8 @@ packages=(
   libtomlplusplus-dev                 # config.toml
   libcurl4-openssl-dev                # remote backends over HTTP(S)
   python3-jsonschema                  # checks the JSON Schema corpus's labels (tests/grammar)
+  groff-base man-db                   # the man page's tests (groff -ww, man --warnings)
+  zsh fish                            # the completion scripts' tests run in each shell
 )
 
 missing=()
