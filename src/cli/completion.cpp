@@ -168,6 +168,9 @@ void add_values(Completion& c, const OptionDoc& o, const std::optional<std::stri
 
 void add_options(Completion& c, const CommandDoc& doc) {
   c.candidates.push_back({"--help", "print this help and exit"});
+  if (doc.name.empty()) {
+    c.candidates.push_back({"--version", "version, commit, build and the CPU's kernels"});
+  }
   for (const OptionDoc& o : doc.options) {
     if (o.positional() || o.hidden) continue;
     for (const std::string& name : o.each_name()) c.candidates.push_back({name, o.help});

@@ -211,9 +211,7 @@ void put_roff_option(std::ostream& out, const OptionDoc& o) {
     if (!o.value.empty()) tag += " \\fI" + roff(o.value) + "\\fR";
     out << tag << '\n';
   }
-  std::string help = o.help;
-  if (!help.empty()) help[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(help[0])));
-  out << roff(help) << ".\n";
+  out << roff(o.help) << ".\n";
 }
 
 void put_roff_command(std::ostream& out, const CommandDoc& c) {
@@ -231,7 +229,9 @@ void put_roff_command(std::ostream& out, const CommandDoc& c) {
 std::string man_page() {
   const CommandDoc& top = command_docs().front();
   std::ostringstream out;
+  // .nh: no hyphenation, which would break option names and paths.
   out << ".TH QUIP 1 \"\" \"quip " << QUIP_PROJECT_VERSION << "\" \"User Commands\"\n"
+      << ".nh\n"
       << ".SH NAME\nquip \\- " << roff(top.summary) << '\n'
       << ".SH SYNOPSIS\n";
   bool first = true;

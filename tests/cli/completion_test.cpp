@@ -139,6 +139,61 @@ TEST_F(Complete, NothingForTheCommandWordItself) {
   EXPECT_TRUE(candidates({}).empty());
 }
 
+// Command lines half typed or mistyped: an answer, never a crash.
+TEST_F(Complete, OddCommandLines) {
+  EXPECT_TRUE(candidates({"quip", "="}).empty());
+  EXPECT_TRUE(candidates({"quip", "--="}).empty());
+  EXPECT_TRUE(candidates({"quip", "--nope=x"}).empty());
+  EXPECT_TRUE(candidates({"quip", "\xff\xfe"}).empty());
+  EXPECT_EQ(candidates({"quip", "--ver"}), (Words{"--version"}));
+  EXPECT_EQ(candidates({"quip", "-m"}), (Words{"-m"}));
+  EXPECT_EQ(candidates({"quip", "export", "--format"}), (Words{"--format"}));
+  // After "--" every word is an argument, even one that looks like an option.
+  EXPECT_TRUE(candidates({"quip", "show", "--", "--"}).empty());
+  EXPECT_TRUE(candidates({"quip", "cache", "stats", "extra", ""}).size() == 2);  // its options
+  EXPECT_TRUE(candidates({"quip", "cache", "nope", ""}).size() == 2);  // --help, --config
+  EXPECT_TRUE(candidates({"quip", "=", "=", "="}).empty());
+  // Bash gives "--cid=" as these words too.
+  EXPECT_EQ(candidates({"quip", "--cid", "=", ""}), (Words{"12", "7"}));
+}
+
+TEST(CompletionCli, UsageErrors) {
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"completion"}, std::vector<std::string>{"completion", "tcsh"},
+        std::vector<std::string>{"completion", "bash", "zsh"},
+        std::vector<std::string>{"completion", "--bogus"}}) {
+    const RunResult r = testing::expect_failure(args, 2);
+    EXPECT_TRUE(r.err.starts_with("quip completion: ")) << describe(args, r);
+  }
+}
+
+// The ids come from a database only when there is one that opens: none is
+// created, and a broken one gives no candidates and no message.
+TEST(CompletionCli, NoOrBrokenDatabase) {
+  TempDir home;
+  testing::RunOptions o;
+  o.env = {{"QUIP_HOME", home.path().string()}, {"QUIP_CONFIG", ""}};
+  const std::vector<std::string> args = {"completion", "--complete", "--", "quip", "show", ""};
+  RunResult r = testing::run_quip(args, o);
+  EXPECT_EQ(r.status, 0) << describe(args, r);
+  EXPECT_EQ(r.out, "words\t\n");
+  EXPECT_EQ(r.err, "");
+  EXPECT_FALSE(fs::exists(home / "data" / "quip.db"));
+  fs::create_directories(home / "data");
+  std::ofstream(home / "data" / "quip.db") << "not a database, long enough to be read as one....";
+  fs::create_directories(home / "config");
+  std::ofstream(home / "config" / "config.toml") << "[models.x\n";  // broken too
+  r = testing::run_quip(args, o);
+  EXPECT_EQ(r.status, 0) << describe(args, r);
+  EXPECT_EQ(r.out, "words\t\n");
+  EXPECT_EQ(r.err, "");
+  const std::vector<std::string> model = {"completion", "--complete", "--", "quip", "-m", ""};
+  r = testing::run_quip(model, o);
+  EXPECT_EQ(r.status, 0) << describe(model, r);
+  EXPECT_EQ(r.out, "files\t\n");
+  EXPECT_EQ(r.err, "");
+}
+
 // ---- The scripts in the shells -------------------------------------------
 
 class CompletionShells : public ::testing::Test {
