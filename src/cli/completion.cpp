@@ -256,8 +256,7 @@ Completion complete(const std::vector<std::string>& typed, const CompletionSourc
       add_values(c, *positional, config, sources);
     }
   }
-  std::erase_if(c.candidates,
-                [&](const Candidate& k) { return !k.word.starts_with(current); });
+  std::erase_if(c.candidates, [&](const Candidate& k) { return !k.word.starts_with(current); });
   return c;
 }
 

@@ -25,8 +25,7 @@ OptionDoc flag_doc(std::string names, std::string help) {
   return o;
 }
 
-OptionDoc option_doc(std::string names, std::string value, std::string help,
-                     Completes completes) {
+OptionDoc option_doc(std::string names, std::string value, std::string help, Completes completes) {
   OptionDoc o;
   o.names = std::move(names);
   o.value = std::move(value);
@@ -201,24 +200,23 @@ std::vector<CommandDoc> build() {
        hidden(flag_doc("--complete",
                        "print the candidates for the last of the words that follow '--' (a "
                        "command line being typed); the scripts call this"))}));
-  all.push_back(command("export", "write a conversation as Markdown or JSON (--format md|json)",
-                        "export [OPTIONS] ID",
-                        "Write a conversation as a Markdown transcript or as JSON.",
-                        {kConversationId,
-                         choice_doc("--format", "FORMAT", {"md", "json"},
-                                    "md (the default): Markdown transcript; json: as 'quip show "
-                                    "--json'")}));
+  all.push_back(command(
+      "export", "write a conversation as Markdown or JSON (--format md|json)",
+      "export [OPTIONS] ID", "Write a conversation as a Markdown transcript or as JSON.",
+      {kConversationId, choice_doc("--format", "FORMAT", {"md", "json"},
+                                   "md (the default): Markdown transcript; json: as 'quip show "
+                                   "--json'")}));
   all.push_back(command(
       "inspect", "show what a GGUF model file holds (--json, --tensors)", "inspect [OPTIONS] FILE",
       "Print what a GGUF model file holds: architecture, sizes, tokenizer, tensors.",
       {positional_doc("FILE", "GGUF file", kFile),
        flag_doc("--json", "print one JSON object (every metadata key, every tensor)"),
        flag_doc("--tensors", "also list every tensor: name, type, shape, offset")}));
-  all.push_back(command(
-      "log", "list the most recent conversations (-n N, --json)", "log [OPTIONS]",
-      "List the most recent conversations, newest first: id, date, turns, model, title.",
-      {option_doc("-n,--count", "N", "how many to list (0: all; default 20)"),
-       flag_doc("--json", "print a JSON array of objects instead")}));
+  all.push_back(
+      command("log", "list the most recent conversations (-n N, --json)", "log [OPTIONS]",
+              "List the most recent conversations, newest first: id, date, turns, model, title.",
+              {option_doc("-n,--count", "N", "how many to list (0: all; default 20)"),
+               flag_doc("--json", "print a JSON array of objects instead")}));
   all.push_back(command("ps", "list the models a running quip server holds (--json)",
                         "ps [OPTIONS]", "List the models a running quip server holds.",
                         {flag_doc("--json", "print the server's answer as JSON"),

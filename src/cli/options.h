@@ -34,8 +34,8 @@ struct OptionDoc {
   std::string help;   // one sentence, no trailing period
   Completes completes = Completes::kNothing;
   std::vector<std::string> choices;  // for Completes::kChoice
-  bool repeats = false;  // a positional argument that takes every remaining word
-  bool hidden = false;   // accepted but internal: not in --help, the man page or completions
+  bool repeats = false;              // a positional argument that takes every remaining word
+  bool hidden = false;  // accepted but internal: not in --help, the man page or completions
 
   bool positional() const { return !names.starts_with('-'); }
   // "-m", "--model": each name, as typed.

@@ -271,10 +271,11 @@ std::string man_page() {
       << ".SH \"EXIT STATUS\"\n"
       << roff(kExitStatus) << '\n'
       << ".SH EXAMPLES\n.nf\n"
-      << roff("quip -m qwen 'What is 1+1?'\n"
-              "quip -c 'Not that trivial, is it?'\n"
-              "git diff | quip 'Write a commit message for this change.'\n"
-              "quip log -n 5\n")
+      << roff(
+             "quip -m qwen 'What is 1+1?'\n"
+             "quip -c 'Not that trivial, is it?'\n"
+             "git diff | quip 'Write a commit message for this change.'\n"
+             "quip log -n 5\n")
       << ".fi\n";
   return out.str();
 }
@@ -326,7 +327,7 @@ std::vector<std::string> table_mismatches(const CLI::App& app, const CommandDoc&
       if (std::set<std::string>(names.begin(), names.end()) != p.names) continue;
       found = documented[i] = true;
       if (!p.positional && p.takes_value != !d.value.empty()) {
-        out.push_back(who + ": " + joined(p.names) + (p.takes_value ? " takes" : " takes no") +
+        out.push_back(who + ": " + joined(p.names) + (p.takes_value ? " takes a" : " takes no") +
                       " value in its parser, but" + (d.value.empty() ? " none" : " one") +
                       " in its table");
       }
@@ -337,7 +338,7 @@ std::vector<std::string> table_mismatches(const CLI::App& app, const CommandDoc&
   }
   for (size_t i = 0; i < doc.options.size(); ++i) {
     if (!documented[i]) {
-      out.push_back(who + "'s option table has " + doc.options[i].names +
+      out.push_back("the option table of " + who + " has " + doc.options[i].names +
                     ", which its parser does not accept");
     }
   }
@@ -348,7 +349,7 @@ std::vector<std::string> table_mismatches(const CLI::App& app, const CommandDoc&
     const auto action = std::find_if(doc.actions.begin(), doc.actions.end(),
                                      [&](const CommandDoc& a) { return a.name == name; });
     if (action == doc.actions.end()) {
-      out.push_back(who + " has the action " + sub->get_name() + ", which its table lacks");
+      out.push_back(who + " has the action " + sub->get_name() + ", which its option table lacks");
       continue;
     }
     const std::vector<std::string> more = table_mismatches(*sub, *action);
@@ -358,7 +359,7 @@ std::vector<std::string> table_mismatches(const CLI::App& app, const CommandDoc&
     const std::string_view name = std::string_view(a.name).substr(a.name.rfind(' ') + 1);
     if (std::none_of(subs.begin(), subs.end(),
                      [&](const CLI::App* s) { return s->get_name() == name; })) {
-      out.push_back(who + "'s table has the action " + std::string(name) +
+      out.push_back("the option table of " + who + " has the action " + std::string(name) +
                     ", which its parser lacks");
     }
   }

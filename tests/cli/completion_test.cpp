@@ -151,7 +151,7 @@ TEST_F(Complete, OddCommandLines) {
   // After "--" every word is an argument, even one that looks like an option.
   EXPECT_TRUE(candidates({"quip", "show", "--", "--"}).empty());
   EXPECT_TRUE(candidates({"quip", "cache", "stats", "extra", ""}).size() == 2);  // its options
-  EXPECT_TRUE(candidates({"quip", "cache", "nope", ""}).size() == 2);  // --help, --config
+  EXPECT_TRUE(candidates({"quip", "cache", "nope", ""}).size() == 2);            // --help, --config
   EXPECT_TRUE(candidates({"quip", "=", "=", "="}).empty());
   // Bash gives "--cid=" as these words too.
   EXPECT_EQ(candidates({"quip", "--cid", "=", ""}), (Words{"12", "7"}));
@@ -210,8 +210,7 @@ class CompletionShells : public ::testing::Test {
       t.model_path = "/m/qwen.gguf";
       t.model_fingerprint = "fp";
       t.sampler_json = R"({"temp":0})";
-      t.messages_json =
-          nlohmann::json::array({{{"role", "user"}, {"content", question}}}).dump();
+      t.messages_json = nlohmann::json::array({{{"role", "user"}, {"content", question}}}).dump();
       t.answer = "ok";
       t.timings_json = R"({"total_ms":5})";
       t.session = "s";
@@ -317,28 +316,30 @@ TEST_F(CompletionShells, Zsh) {
   fs::create_directories(work_ / "fpath");
   fs::copy_file(work_ / "zsh", work_ / "fpath" / "_quip");
   const fs::path lines = work_ / "lines";
-  const Words typed = {"quip sh",          "quip show --j",          "quip -m ll",
-                       "quip -m qwen-",    "quip export --format=j", "quip cache st",
+  const Words typed = {"quip sh",           "quip show --j",          "quip -m ll",
+                       "quip -m qwen-",     "quip export --format=j", "quip cache st",
                        "quip rm " + ids_[0]};
   std::string script =
       "zmodload zsh/zpty\n"
       "zpty z 'zsh -f -i'\n"
-      "zpty -w z 'PS1=; cd " + (work_ / "in").string() + "; fpath=(" + (work_ / "fpath").string() +
+      "zpty -w z 'PS1=; cd " +
+      (work_ / "in").string() + "; fpath=(" + (work_ / "fpath").string() +
       " $fpath); autoload -U compinit; compinit -u -D'\n"
-      "zpty -w z 'dump() { print -r -- \"$BUFFER\" >> " + lines.string() +
-      "; BUFFER=; }; zle -N dump; bindkey \"^X\" dump'\n";
+      "zpty -w z 'dump() { print -r -- \"$BUFFER\" >> " +
+      lines.string() + "; BUFFER=; }; zle -N dump; bindkey \"^X\" dump'\n";
   for (const std::string& t : typed) script += "zpty -w -n z $'" + t + "\\t\\x18'\n";
   script += "for i in {1..300}; do [[ -f " + lines.string() + " && $(wc -l < " + lines.string() +
-            ") -ge " + std::to_string(typed.size()) + " ]] && break; sleep 0.1; done\n"
+            ") -ge " + std::to_string(typed.size()) +
+            " ]] && break; sleep 0.1; done\n"
             "zpty -d z\n";
   const RunResult r = testing::run_command({"/usr/bin/zsh", "-f", "-c", script}, options());
   EXPECT_EQ(r.status, 0) << r.err;
   std::ifstream in(lines);
   Words edited;
   for (std::string l; std::getline(in, l);) edited.push_back(l);
-  EXPECT_EQ(edited, (Words{"quip show ", "quip show --json ", "quip -m llama ",
-                           "quip -m qwen-local.gguf ", "quip export --format=json ",
-                           "quip cache stats ", "quip rm " + ids_[0] + " "}));
+  EXPECT_EQ(edited,
+            (Words{"quip show ", "quip show --json ", "quip -m llama ", "quip -m qwen-local.gguf ",
+                   "quip export --format=json ", "quip cache stats ", "quip rm " + ids_[0] + " "}));
 }
 
 }  // namespace

@@ -101,7 +101,7 @@ TEST(OptionTables, MismatchesAreReported) {
     app.add_option("ID", id);
     const std::vector<std::string> m = table_mismatches(app, *show);
     ASSERT_EQ(m.size(), 1u);
-    EXPECT_EQ(m[0], "'quip show''s option table has --json, which its parser does not accept");
+    EXPECT_EQ(m[0], "the option table of 'quip show' has --json, which its parser does not accept");
   }
   {
     CLI::App app{"", "quip show"};
@@ -109,7 +109,7 @@ TEST(OptionTables, MismatchesAreReported) {
     app.add_option("--json", extra);
     const std::vector<std::string> m = table_mismatches(app, *show);
     ASSERT_EQ(m.size(), 1u);
-    EXPECT_EQ(m[0], "'quip show': --json takes value in its parser, but none in its table");
+    EXPECT_EQ(m[0], "'quip show': --json takes a value in its parser, but none in its table");
   }
   const CommandDoc* cache = find_command_doc("cache");
   ASSERT_NE(cache, nullptr);
@@ -121,8 +121,9 @@ TEST(OptionTables, MismatchesAreReported) {
     app.add_subcommand("purge");
     const std::vector<std::string> m = table_mismatches(app, *cache);
     ASSERT_EQ(m.size(), 2u);
-    EXPECT_EQ(m[0], "'quip cache' has the action purge, which its table lacks");
-    EXPECT_EQ(m[1], "'quip cache''s table has the action prune, which its parser lacks");
+    EXPECT_EQ(m[0], "'quip cache' has the action purge, which its option table lacks");
+    EXPECT_EQ(m[1],
+              "the option table of 'quip cache' has the action prune, which its parser lacks");
   }
 }
 
@@ -211,8 +212,8 @@ TEST_F(ManPage, CoversEveryCommandAndOption) {
   // groff writes the minus of "\-" as U+2212 in some setups: read it as "-".
   for (size_t at; (at = text.find("\u2212")) != std::string::npos;) text.replace(at, 3, "-");
   const std::string flat = flattened(text);
-  for (const std::string section : {"SYNOPSIS", "DESCRIPTION", "OPTIONS", "COMMANDS",
-                                    "ENVIRONMENT", "FILES", "EXIT STATUS"}) {
+  for (const std::string section :
+       {"SYNOPSIS", "DESCRIPTION", "OPTIONS", "COMMANDS", "ENVIRONMENT", "FILES", "EXIT STATUS"}) {
     EXPECT_TRUE(has_line_starting(text, section)) << section;
   }
   for (const CommandDoc* doc : all_docs()) {
