@@ -16,7 +16,7 @@ packages=(
   libtomlplusplus-dev                 # config.toml
   libcurl4-openssl-dev                # remote backends over HTTP(S)
   python3-jsonschema                  # checks the JSON Schema corpus's labels (tests/grammar)
-  dpkg-dev                            # make deb: dpkg-shlibdeps finds the package's Depends
+  dpkg-dev file                       # make deb: CPack finds the Depends with file and dpkg-shlibdeps
   groff-base man-db                   # the man page's tests (groff -ww, man --warnings)
   zsh fish                            # the completion scripts' tests run in each shell
 )
