@@ -7,7 +7,12 @@
 // The parsers stay where they are (CLI11, in each command's own file); at
 // every --help, parse_args() compares the parser it holds with the table
 // (table_mismatches()) and reports a difference as an internal error, so a
-// test that asks every command for --help keeps the two from drifting.
+// test that asks every command for --help keeps the two from drifting. The
+// help strings the parsers still give CLI11 are not printed anywhere.
+//
+// A new command needs an entry here (options.cpp) as well as in main.cpp's
+// list: until it has one, quip --help and quip --man report it as an
+// internal error, and the build, which writes the man page, fails.
 #pragma once
 
 #include <CLI/CLI.hpp>
