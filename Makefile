@@ -12,10 +12,13 @@ TOKENIZER_FUZZ_SECONDS ?= 20
 SHARED       ?= $(CURDIR)/../shared
 MODEL        ?=
 MODELS_DIR   ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/quip/models
+PREFIX       ?= /usr/local
+DESTDIR      ?=
 
 CMAKE_FLAGS = -G Ninja -DQUIP_SHARED_DIR=$(SHARED) -DQUIP_MODELS_DIR=$(MODELS_DIR)
 
-.PHONY: all setup models configure build demo check test check-asan fuzz bench format clean
+.PHONY: all setup models configure build demo check test check-asan fuzz bench format clean \
+	install deb
 
 all: build
 
@@ -74,6 +77,20 @@ fuzz: setup
 
 check: test check-asan fuzz
 
+# quip, its man page quip(1) and the bash, zsh and fish completions under
+# $(DESTDIR)$(PREFIX) (as `cmake --install build --prefix PREFIX` does).
+install: configure
+	@cmake --build build -j $(JOBS) --target quip quip_docs
+	@DESTDIR="$(DESTDIR)" cmake --install build --prefix "$(PREFIX)"
+
+# The Debian package, build-deb/quip_VERSION_ARCH.deb (`apt install ./quip_*.deb`),
+# from a build of only what it holds.
+deb: setup
+	@cmake -S . -B build-deb $(CMAKE_FLAGS) -DCMAKE_BUILD_TYPE=Release -DQUIP_TESTS=OFF \
+	  -DQUIP_BENCHMARKS=OFF >/dev/null
+	@cmake --build build-deb -j $(JOBS) --target quip quip_docs
+	@cd build-deb && cpack -G DEB
+
 bench: build
 	build/quip_benchmarks
 
@@ -81,4 +98,4 @@ format:
 	clang-format -i $$(git ls-files '*.cpp' '*.h')
 
 clean:
-	rm -rf build build-asan build-fuzz
+	rm -rf build build-asan build-fuzz build-deb

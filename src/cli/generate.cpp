@@ -24,6 +24,7 @@
 #include "cli/estimate.h"
 #include "cli/exit_status.h"
 #include "cli/model_names.h"
+#include "cli/options.h"
 #include "cli/progress.h"
 #include "cli/prompt_input.h"
 #include "cli/remote_call.h"
@@ -530,14 +531,11 @@ int answer_call(const Flags& f, const session::Request& request,
 
 }  // namespace
 
-std::string generate_options_help() {
+int generate_help(std::ostream& out, std::ostream& err) {
   CLI::App app{"", "quip"};
   Flags f;
   add_options(app, f);
-  std::string help = app.help();
-  // Only the options: the overview says the rest.
-  const size_t at = help.find("Options:");
-  return at == std::string::npos ? help : help.substr(at);
+  return print_command_help(app, out, err);
 }
 
 int generate_main(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {

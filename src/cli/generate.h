@@ -10,8 +10,9 @@
 
 namespace quip::cli {
 
-// The options of `quip PROMPT`, as `quip --help` lists them.
-std::string generate_options_help();
+// `quip --help`: the overview and the options of `quip PROMPT`, from the
+// option tables (cli/options.h), checked against this command's parser.
+int generate_help(std::ostream& out, std::ostream& err);
 
 int generate_main(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 

@@ -15,12 +15,14 @@
 #include "base/text.h"
 #include "cli/bench.h"
 #include "cli/cache_cmd.h"
+#include "cli/completion.h"
 #include "cli/conversations.h"
 #include "cli/exit_status.h"
 #include "cli/generate.h"
 #include "cli/inspect.h"
 #include "cli/models_cmd.h"
 #include "cli/pull.h"
+#include "cli/options.h"
 #include "cli/report.h"
 #include "cli/serve_cmd.h"
 #include "cli/template_cmd.h"
@@ -34,31 +36,28 @@ using quip::cli::kExitFailure;
 using quip::cli::kExitOk;
 using quip::cli::kExitUsage;
 
+// Each command's summary, synopsis and options are in its option table
+// (cli/options.cpp), which --help checks against this list.
 struct Subcommand {
   std::string_view name;
-  std::string_view summary;
   int (*run)(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 };
 
 constexpr Subcommand kSubcommands[] = {
-    {"bench", "measure prompt and generation speed (-p, -n, -t, -r, --json)",
-     quip::cli::bench_main},
-    {"cache", "the prefix cache on disk (stats, clear, prune)", quip::cli::cache_main},
-    {"export", "write a conversation as Markdown or JSON (--format md|json)",
-     quip::cli::export_main},
-    {"inspect", "show what a GGUF model file holds (--json, --tensors)", quip::cli::inspect_main},
-    {"log", "list the most recent conversations (-n N, --json)", quip::cli::log_main},
-    {"models", "list the models Ollama, Hugging Face, LM Studio, llama.cpp keep (--json)",
-     quip::cli::models_main},
-    {"ps", "list the models a running quip server holds (--json)", quip::cli::ps_main},
-    {"pull", "download a GGUF model from Hugging Face (hf:ORG/REPO[:QUANT])", quip::cli::pull_main},
-    {"rm", "delete a conversation", quip::cli::rm_main},
-    {"serve", "keep models loaded; answer the shell and OpenAI/Ollama clients (--port)",
-     quip::cli::serve_main},
-    {"show", "show a conversation's turns (--json)", quip::cli::show_main},
-    {"template", "render messages with a chat template (-m, --template)", quip::cli::template_main},
-    {"tokenize", "print the tokens of a text (--ids, --no-bos, --parse-special)",
-     quip::cli::tokenize_main},
+    {"bench", quip::cli::bench_main},
+    {"cache", quip::cli::cache_main},
+    {"completion", quip::cli::completion_main},
+    {"export", quip::cli::export_main},
+    {"inspect", quip::cli::inspect_main},
+    {"log", quip::cli::log_main},
+    {"models", quip::cli::models_main},
+    {"ps", quip::cli::ps_main},
+    {"pull", quip::cli::pull_main},
+    {"rm", quip::cli::rm_main},
+    {"serve", quip::cli::serve_main},
+    {"show", quip::cli::show_main},
+    {"template", quip::cli::template_main},
+    {"tokenize", quip::cli::tokenize_main},
 };
 
 std::string compiler() {
@@ -71,30 +70,10 @@ std::string compiler() {
 #endif
 }
 
-void print_help(std::ostream& out) {
-  out << "quip: a local LLM for the Unix shell\n\n"
-         "Usage:\n"
-         "  quip [OPTIONS] PROMPT...     answer a prompt; stdin, when piped, comes first as "
-         "context\n"
-         "  quip -c PROMPT...            continue this terminal's last conversation\n"
-         "  quip --cid ID[@N] PROMPT...  continue conversation ID (from turn N: a fork)\n"
-         "  quip --raw PROMPT...         continue a text as it is, without the chat template\n"
-         "  quip COMMAND [OPTIONS]\n"
-         "  quip --version               version, commit, build and the CPU's kernels\n\n"
-         "Commands:\n";
-  for (const Subcommand& s : kSubcommands) {
-    out << "  " << s.name << std::string(12 - s.name.size(), ' ') << s.summary << '\n';
-  }
-  out << "\n"
-      << quip::cli::generate_options_help()
-      << "\nRun 'quip COMMAND --help' for the options of a command.\n"
-         "Config: ~/.config/quip/config.toml (see README.md); QUIP_HOME moves config, data and\n"
-         "cache under one folder.\n"
-         "QUIP_MAX_INPUT sets the prompt input limit (default 64MiB).\n"
-         "\nExit status: 0 success (also when the reader of the output went away), 1 runtime\n"
-         "failure (also: the answer was printed but not recorded), 2 usage, config or input\n"
-         "error (and a template's raise_exception), 3 unusable model or data file, 130\n"
-         "interrupted (143 by SIGTERM, 129 by SIGHUP).\n";
+std::vector<std::string_view> command_names() {
+  std::vector<std::string_view> names;
+  for (const Subcommand& s : kSubcommands) names.push_back(s.name);
+  return names;
 }
 
 // What was built and what this CPU runs: enough for a bug report.
@@ -120,8 +99,13 @@ int run(int argc, char** argv) {
   }
   const std::string_view first = argv[1];
   if (first == "--help" || first == "-h" || first == "help") {
-    print_help(std::cout);
-    return kExitOk;
+    const int status = quip::cli::generate_help(std::cout, std::cerr);
+    return quip::cli::commands_match(command_names(), std::cerr) ? status : kExitFailure;
+  }
+  // The man page, quip(1), from the same tables as --help; the build
+  // writes it with this (undocumented: `man quip` is how to read it).
+  if (first == "--man") {
+    return quip::cli::print_man_page(command_names(), std::cout, std::cerr);
   }
   if (first == "--version" || first == "-V") {
     print_version(std::cout);

@@ -7,6 +7,7 @@
 
 #include "base/text.h"
 #include "cli/exit_status.h"
+#include "cli/options.h"
 #include "cli/report.h"
 
 namespace quip::cli {
@@ -252,8 +253,7 @@ std::optional<int> parse_args(CLI::App& app, const std::vector<std::string>& arg
   try {
     app.parse(reversed);
   } catch (const CLI::CallForHelp&) {
-    out << app.help();
-    return kExitOk;
+    return print_command_help(app, out, err);
   } catch (const CLI::ParseError& e) {
     return usage_error(readable(e, app, given));
   }
