@@ -44,7 +44,7 @@ int bench_main(const std::vector<std::string>& args, std::ostream& out, std::ost
   CLI::App app{"Measure prompt processing (pp) and generation (tg) speed in tokens/s.",
                "quip bench"};
   std::string model_path;
-  int n_prompt = 512, n_gen = 128, threads = kernels::physical_cores(), reps = 5;
+  int n_prompt = 512, n_gen = 128, threads = kernels::physical_cores(), reps = 5, together = 0;
   bool json = false;
   app.add_option("-m,--model", model_path, "GGUF model: a file, an alias or a name (quip models)")
       ->required();
@@ -55,6 +55,8 @@ int bench_main(const std::vector<std::string>& args, std::ostream& out, std::ost
   app.add_option("-t,--threads", threads, "threads (default: the physical cores)")
       ->capture_default_str();
   app.add_option("-r,--repetitions", reps, "repetitions of each test")->capture_default_str();
+  app.add_option("-s,--sequences", together,
+                 "also generate this many sequences decoded together (tgNxS)");
   app.add_flag("--json", json, "print a JSON array of results");
   if (std::optional<int> status = parse_args(app, args, out, err)) return *status;
   if (n_prompt < 0 || n_gen < 0 || n_prompt + n_gen == 0 || n_prompt > 65536 || n_gen > 65536) {
@@ -63,6 +65,10 @@ int bench_main(const std::vector<std::string>& args, std::ostream& out, std::ost
   }
   if (threads < 1 || threads > 1024 || reps < 1 || reps > 1000) {
     err << "quip bench: -t must be in [1, 1024] and -r in [1, 1000]\n";
+    return kExitUsage;
+  }
+  if (together < 0 || together > 512 || (together > 0 && n_gen == 0)) {
+    err << "quip bench: -s must be in [0, 512], and needs -n\n";
     return kExitUsage;
   }
   auto resolved = resolve_model_name(model_path);
@@ -110,6 +116,23 @@ int bench_main(const std::vector<std::string>& args, std::ostream& out, std::ost
     }
     return n / seconds_since(t0);
   };
+  // k sequences, each with its own cache, decoded together one step at a
+  // time (Forward::decode, as quip serve's continuous batching does): the
+  // tokens/s of all of them.
+  const auto run_together = [&](int n, int k) {
+    std::vector<std::unique_ptr<engine::Forward>> seqs;  // their caches
+    for (int i = 0; i < k; ++i) {
+      seqs.push_back(std::make_unique<engine::Forward>(loaded->model,
+                                                       engine::ForwardOptions{.isa = *isa}));
+    }
+    std::vector<engine::Forward::Row> rows(static_cast<size_t>(k));
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < n; ++i) {
+      for (int j = 0; j < k; ++j) rows[static_cast<size_t>(j)] = {&seqs[j]->cache(), any_token(rng)};
+      fwd.decode(rows);
+    }
+    return static_cast<double>(n) * k / seconds_since(t0);
+  };
   // One warm-up of each (page faults, caches), as llama-bench does.
   if (n_prompt > 0) run_pp(std::min(n_prompt, 32));
   if (n_gen > 0) run_tg(std::min(n_gen, 4));
@@ -120,6 +143,20 @@ int bench_main(const std::vector<std::string>& args, std::ostream& out, std::ost
   if (n_gen > 0) {
     tests.push_back({"tg" + std::to_string(n_gen), {}});
     for (int r = 0; r < reps; ++r) tests.back().rates.push_back(run_tg(n_gen));
+  }
+  const bool decodes_together = together > 0 && fwd.decodes_rows();
+  if (together > 0 && !decodes_together) {
+    print_warning(err, "quip bench", "-s: this model's recurrent layers decode one sequence at a time");
+  }
+  if (decodes_together) {
+    tests.push_back({"tg" + std::to_string(n_gen) + "x" + std::to_string(together), {}});
+    for (int r = 0; r < reps; ++r) tests.back().rates.push_back(run_together(n_gen, together));
+  }
+  // A test of sequences decoded together, against one alone.
+  const auto is_together = [](const Test& t) { return t.name.find('x') != std::string::npos; };
+  double alone_rate = 0;
+  for (const Test& t : tests) {
+    if (t.name == "tg" + std::to_string(n_gen)) alone_rate = stats(t.rates).mean;
   }
 
   // Generation reads every weight once per token: its rate in bytes/s,
@@ -160,7 +197,10 @@ int bench_main(const std::vector<std::string>& args, std::ostream& out, std::ost
           {"threads", threads},     {"test", t.name},
           {"tokens_per_s", s.mean}, {"stddev", s.stddev},
           {"samples", t.rates}};
-      if (t.name.starts_with("tg")) {
+      if (is_together(t)) {
+        r["sequences"] = together;
+        r["times_one_sequence"] = alone_rate > 0 ? s.mean / alone_rate : 0;
+      } else if (t.name.starts_with("tg")) {
         r["weight_bytes_per_token"] = static_cast<uint64_t>(weight_bytes);
         r["weights_gb_per_s"] = weight_bytes * s.mean / 1e9;
         r["stream_gb_per_s"] = stream_bytes_per_s / 1e9;
@@ -209,6 +249,14 @@ int bench_main(const std::vector<std::string>& args, std::ostream& out, std::ost
   }
   for (const Test& t : tests) {
     if (!t.name.starts_with("tg")) continue;
+    if (is_together(t)) {
+      std::snprintf(line, sizeof line,
+                    "%s: %d sequences per step, %.2f tokens/s in all: x%.2f the tokens/s of one\n",
+                    t.name.c_str(), together, stats(t.rates).mean,
+                    alone_rate > 0 ? stats(t.rates).mean / alone_rate : 0.0);
+      out << line;
+      continue;
+    }
     const double gb_per_s = weight_bytes * stats(t.rates).mean / 1e9;
     std::snprintf(line, sizeof line,
                   "%s: %.1f MiB of weights per token, read at %.1f GB/s; this machine streams "

@@ -9,6 +9,7 @@
 #include "cli/options.h"
 #include "cli/report.h"
 #include "cli/usage.h"
+#include "session/model_stores.h"
 #include "store/store.h"
 
 namespace quip::cli {
@@ -269,6 +270,11 @@ std::vector<Candidate> model_candidates(const std::optional<std::string>& config
   if (!config) return out;
   for (const auto& [name, alias] : config->models) {
     out.push_back({name, printable(alias.path.string(), 200)});
+  }
+  // The models of other tools' stores (quip models), by the names -m takes.
+  const session::StoreRoots roots = session::store_roots();
+  for (const session::StoreModel& m : session::list_stores(roots)) {
+    out.push_back({session::usable_name(m, roots), printable(m.path.string(), 200)});
   }
   return out;
 }

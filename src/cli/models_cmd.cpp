@@ -80,14 +80,6 @@ Entry describe(const StoreModel& m) {
   return e;
 }
 
-// The name -m takes for `m`: its store's own, or with the store's prefix
-// where the plain name is another store's too.
-std::string usable_name(const StoreModel& m, const session::StoreRoots& roots) {
-  if (m.store == Store::HuggingFace) return m.name;  // hf: already
-  if (session::find_in_stores(m.name, roots).found.size() == 1) return m.name;
-  return std::string(session::store_prefix(m.store)) + ":" + m.name;
-}
-
 Json optional_json(const std::optional<std::string>& v) {
   return v ? Json(*v) : Json(nullptr);
 }
@@ -188,7 +180,7 @@ int models_main(const std::vector<std::string>& args, std::ostream& out, std::os
   std::map<std::pair<uint64_t, std::string>, size_t> seen;
   for (const StoreModel& m : session::list_stores(roots)) {
     Entry e = describe(m);
-    const Name name{usable_name(m, roots), m.store, m.path};
+    const Name name{session::usable_name(m, roots), m.store, m.path};
     if (!e.fingerprint.empty()) {
       auto [it, inserted] = seen.emplace(std::make_pair(e.size, e.fingerprint), entries.size());
       if (!inserted) {

@@ -183,11 +183,15 @@ std::vector<CommandDoc> build() {
   all.push_back(command(
       "bench", "measure prompt and generation speed (-p, -n, -t, -r, --json)", "bench [OPTIONS]",
       "Measure prompt processing (pp) and generation (tg) speed in tokens/s.",
-      {option_doc("-m,--model", "FILE", "GGUF model file (required)", kFile),
+      {option_doc("-m,--model", "MODEL",
+                  "GGUF model: a file, an alias or a name (quip models) (required)", kModel),
        option_doc("-p,--n-prompt", "N", "prompt tokens, evaluated as one batch (0: none; 512)"),
        option_doc("-n,--n-gen", "N", "tokens generated one at a time (0: none; 128)"),
        option_doc("-t,--threads", "N", "threads (default: the physical cores)"),
        option_doc("-r,--repetitions", "N", "repetitions of each test (5)"),
+       option_doc("-s,--sequences", "S",
+                  "also generate S sequences decoded together, as quip serve batches its calls "
+                  "(tgNxS, against tgN)"),
        flag_doc("--json", "print a JSON array of results")}));
   all.push_back(cache_command());
   all.push_back(command(

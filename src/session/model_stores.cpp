@@ -709,6 +709,12 @@ std::optional<SplitName> split_name(std::string_view file_name) {
   return s;
 }
 
+std::string usable_name(const StoreModel& m, const StoreRoots& roots) {
+  if (m.store == Store::HuggingFace) return m.name;  // hf: already
+  if (find_in_stores(m.name, roots).found.size() == 1) return m.name;
+  return std::string(store_prefix(m.store)) + ":" + m.name;
+}
+
 StoreLookup find_in_stores(std::string_view name, const StoreRoots& roots) {
   StoreLookup r;
   std::vector<Store> stores;

@@ -100,6 +100,10 @@ StoreLookup find_in_stores(std::string_view name, const StoreRoots& roots);
 // store has the same name). Broken entries are left out.
 std::vector<StoreModel> list_stores(const StoreRoots& roots);
 
+// The name -m takes for `m` (one of list_stores'): its store's own, or
+// with the store's prefix where the plain name is another store's too.
+std::string usable_name(const StoreModel& m, const StoreRoots& roots);
+
 // The SHA-256 (64 hex digits) of the blob an Ollama manifest's model layer
 // names. Errors say what the manifest lacks.
 Result<std::string> ollama_model_digest(std::string_view manifest);

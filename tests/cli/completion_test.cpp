@@ -52,8 +52,8 @@ class Complete : public ::testing::Test {
 TEST_F(Complete, FirstWordIsACommand) {
   const Completion c = run({"quip", ""});
   EXPECT_FALSE(c.files);
-  EXPECT_EQ(words_of(c), (Words{"bench", "cache", "completion", "export", "inspect", "log", "ps",
-                                "rm", "serve", "show", "template", "tokenize"}));
+  EXPECT_EQ(words_of(c), (Words{"bench", "cache", "completion", "export", "inspect", "log", "models",
+                                "ps", "pull", "rm", "serve", "show", "template", "tokenize"}));
   EXPECT_EQ(candidates({"quip", "s"}), (Words{"serve", "show"}));
   EXPECT_EQ(run({"quip", "sh"}).candidates.at(0).description,
             "show a conversation's turns (--json)");

@@ -93,6 +93,20 @@ TEST_F(ModelStoresCli, EachStoresNamesRunTheirFile) {
             run_ok({"template", "-m", qwen_.string(), (home() / "messages.json").string()}));
 }
 
+// Shell completion offers the stores' models for -m, by the names -m takes.
+TEST_F(ModelStoresCli, CompletionOffersTheStoresModels) {
+  stores_.ollama_pull("registry.ollama.ai", "library", "qwen2.5", "0.5b", qwen_);
+  stores_.hf_download("Org", "Tiny-GGUF", kRev, "tiny-Q8_0.gguf", llama_);
+  const RunResult r = in_home({"completion", "--complete", "--", "quip", "-m", ""});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("qwen2.5:0.5b"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("hf:Org/Tiny-GGUF"), std::string::npos) << r.out;
+  // Without the stores, neither.
+  fs::remove_all(user_home() / ".ollama");
+  EXPECT_EQ(in_home({"completion", "--complete", "--", "quip", "-m", ""}).out.find("qwen2.5:0.5b"),
+            std::string::npos);
+}
+
 // The order of resolve_model_name: an existing file, then an alias, then
 // the stores; a path that does not exist stays a path.
 TEST_F(ModelStoresCli, AFileComesBeforeAnAliasWhichComesBeforeTheStores) {
