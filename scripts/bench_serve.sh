@@ -40,13 +40,19 @@ wait_health() {  # URL
   exit 1
 }
 
-# load URL MODEL K: K concurrent streams of N tokens; prints "tokens seconds".
+# load URL MODEL K: K concurrent streams of N tokens. Prints "tokens
+# seconds generation": the completion tokens, the wall time from the first
+# request to the last byte, and the generation speed (tokens/s, all streams
+# together) while every stream is generating: from the last stream's first
+# token to the first stream's end, the window where prompts no longer
+# compete. One stream: from its first token to its last.
 load() {
   python3 - "$1" "$2" "$3" "$n" <<'PY'
 import http.client, json, sys, threading, time, urllib.parse
 base, model, k, n = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 u = urllib.parse.urlparse(base)
 counts = [0] * k
+arrivals = [[] for _ in range(k)]  # each content chunk's time
 def one(i):
     c = http.client.HTTPConnection(u.hostname, u.port, timeout=600)
     body = {"model": model, "stream": True, "max_tokens": n, "temperature": 0,
@@ -58,17 +64,38 @@ def one(i):
         line = line.strip()
         if line.startswith(b"data: {"):
             j = json.loads(line[6:])
+            if j.get("choices") and j["choices"][0].get("delta", {}).get("content"):
+                arrivals[i].append(time.time())
             if j.get("usage"):
                 counts[i] = j["usage"]["completion_tokens"]
 t = time.time()
 ts = [threading.Thread(target=one, args=(i,)) for i in range(k)]
 [x.start() for x in ts]
 [x.join() for x in ts]
-print(sum(counts), time.time() - t)
+wall = time.time() - t
+# Chunks may carry more than one token (bytes of one character): each
+# chunk stands for its stream's tokens per chunk.
+per_chunk = [counts[i] / len(arrivals[i]) if arrivals[i] else 0 for i in range(k)]
+lo = max(a[0] for a in arrivals if a)
+hi = min(a[-1] for a in arrivals if a)
+tokens = sum(per_chunk[i] * sum(1 for x in arrivals[i] if lo < x <= hi) for i in range(k))
+print(sum(counts), wall, tokens / (hi - lo) if hi > lo else 0)
 PY
 }
 
-rate() { awk '{ printf "%.2f", $1 / $2 }'; }
+# The server's batch steps and rows so far: "steps rows".
+batch_counts() {  # URL
+  curl -s "$1/metrics" | awk '$1 == "quip_batch_steps_total" { s = $2 }
+    $1 == "quip_batch_rows_total" { r = $2 } END { print s + 0, r + 0 }'
+}
+
+rate() { awk '{ printf "%.2f %.2f", $1 / $2, $3 }'; }  # wall tok/s, generation tok/s
+# "quip serve (...)": ONE and MANY as "wall generation"
+report() {  # NAME ONE MANY
+  echo "$1: 1 stream $(cut -d' ' -f2 <<<"$2") tok/s generating ($(cut -d' ' -f1 <<<"$2") wall)," \
+    "$streams streams $(cut -d' ' -f2 <<<"$3") tok/s generating ($(cut -d' ' -f1 <<<"$3") wall):" \
+    "x$(echo "$3 $2" | awk '{ printf "%.2f", $2 / $4 }') generating, x$(echo "$3 $2" | awk '{ printf "%.2f", $1 / $3 }') wall"
+}
 
 echo "bench_serve: $streams streams of $n tokens, $threads threads, llama-3.2-1b Q4_K_M shape"
 # quip serve with continuous batching, then without (each call its own
@@ -82,11 +109,12 @@ for mode in batching no-batching; do
   wait_health "http://127.0.0.1:$port"
   load "http://127.0.0.1:$port" "" 1 >/dev/null  # warm: the model mapped, the prompt cached
   one=$(load "http://127.0.0.1:$port" "" 1 | rate)
+  before=$(batch_counts "http://127.0.0.1:$port")
   many=$(load "http://127.0.0.1:$port" "" "$streams" | rate)
-  steps=$(curl -s "http://127.0.0.1:$port/metrics" | awk '$1 == "quip_batch_steps_total" { s = $2 }
-    $1 == "quip_batch_rows_total" { r = $2 } END { if (s > 0) printf "%.2f", r / s; else print "-" }')
-  echo "quip serve ($mode): 1 stream $one tok/s, $streams streams $many tok/s" \
-    "(x$(echo "$many $one" | awk '{ printf "%.2f", $1 / $2 }')); calls per step $steps"
+  steps=$(echo "$before $(batch_counts "http://127.0.0.1:$port")" |
+    awk '{ if ($3 > $1) printf "%.2f", ($4 - $2) / ($3 - $1); else print "-" }')
+  report "quip serve ($mode)" "$one" "$many"
+  echo "  calls decoded per step in the $streams-stream run: $steps"
   [ "$mode" = batching ] && many_batched=$many
   "$quip" serve --stop >/dev/null
   wait "${pids[-1]}" 2>/dev/null || true
@@ -101,7 +129,9 @@ if [ -n "${LLAMA_SERVER:-}" ]; then
   load "http://127.0.0.1:$port" "" 1 >/dev/null
   l_one=$(load "http://127.0.0.1:$port" "" 1 | rate)
   l_many=$(load "http://127.0.0.1:$port" "" "$streams" | rate)
-  echo "llama-server: 1 stream $l_one tok/s, $streams streams $l_many tok/s; quip/llama-server at $streams streams: $(echo "$many $l_many" | awk '{ printf "%.2f", $1 / $2 }')"
+  report "llama-server -np $streams" "$l_one" "$l_many"
+  echo "quip/llama-server at $streams streams: $(echo "$many $l_many" |
+    awk '{ printf "x%.2f generating, x%.2f wall", $2 / $4, $1 / $3 }')"
 fi
 
 # Latency of an attached call with the model resident, against in-process.
