@@ -45,10 +45,10 @@ session::Outcome<std::shared_ptr<const session::LoadedModel>> ModelPool::get(con
   return model;
 }
 
-size_t ModelPool::unload_idle() {
+std::vector<std::string> ModelPool::unload_idle() {
   std::lock_guard lock(mu_);
   const auto now = std::chrono::steady_clock::now();
-  size_t n = 0;
+  std::vector<std::string> unloaded;
   for (auto it = entries_.begin(); it != entries_.end();) {
     Entry& e = *it->second;
     // use_count 1: only the pool holds it; a call in flight holds another,
@@ -56,13 +56,13 @@ size_t ModelPool::unload_idle() {
     if (e.model && e.model.use_count() > 1) e.last_used = now;
     const bool idle = e.model && e.model.use_count() == 1 && now - e.last_used >= keep_alive_;
     if (idle) {
+      unloaded.push_back(e.model->fingerprint);
       it = entries_.erase(it);
-      ++n;
     } else {
       ++it;
     }
   }
-  return n;
+  return unloaded;
 }
 
 std::vector<ModelPool::Held> ModelPool::held() const {

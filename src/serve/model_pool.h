@@ -27,8 +27,8 @@ class ModelPool {
       const std::filesystem::path& path);
 
   // Unloads the models no call uses that have been idle past the
-  // keep-alive time; returns how many.
-  size_t unload_idle();
+  // keep-alive time; returns their fingerprints.
+  std::vector<std::string> unload_idle();
 
   struct Held {
     std::filesystem::path path;

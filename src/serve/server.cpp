@@ -382,7 +382,10 @@ void Server::serve() {
     while (!i.stopping) {
       i.stop_cv.wait_for(lock, std::chrono::seconds(1));
       lock.unlock();
-      i.pool.unload_idle();
+      for (const std::string& fingerprint : i.pool.unload_idle()) {
+        i.warm.drop_model(fingerprint);
+      }
+      i.forget_idle_batchers();
       lock.lock();
     }
   }

@@ -146,6 +146,11 @@ struct Server::Impl {
     slot = b;
     return b;
   }
+  // Forgets the batchers no call uses any more (each went with its last call).
+  void forget_idle_batchers() {
+    std::lock_guard lock(batchers_mu);
+    std::erase_if(batchers, [](const auto& entry) { return entry.second.expired(); });
+  }
   // Shared steps and their rows, and steps by rows: 1, 2, 3-4, 5-8, 9-16, more.
   std::atomic<uint64_t> batch_steps{0}, batch_rows{0};
   std::array<std::atomic<uint64_t>, 6> steps_by_rows{};

@@ -277,7 +277,7 @@ Outcome<Answer> generate(const LoadedModel& m, const Request& r, const Prompt& p
   std::vector<float> cached_logits;
   // The memory tier's key: the model, and the context that chose how its
   // keys were rotated.
-  const std::string warm_key = m.fingerprint + "/" + std::to_string(n_ctx);
+  const std::string warm_key = WarmCache::key(m.fingerprint, n_ctx);
   if (callbacks.warm && !r.no_cache) {
     restored = callbacks.warm->take(warm_key, prompt.tokens, fwd.cache(), cached_logits);
   }

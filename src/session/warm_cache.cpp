@@ -31,11 +31,9 @@ size_t WarmCache::take(const std::string& key, std::span<const int32_t> tokens,
   if (best_shared == tokens.size() && best->prompt == best_shared) {
     logits = std::move(best->logits);
   }
-  stats_.bytes -= best->bytes;
-  --stats_.entries;
   ++stats_.hits;
   stats_.reused_tokens += best_shared;
-  entries_.erase(best);
+  erase(best);
   return best_shared;
 }
 
@@ -49,11 +47,25 @@ void WarmCache::put(const std::string& key, std::span<const int32_t> tokens,
        std::move(cache), prompt, std::move(logits), bytes});
   stats_.bytes += bytes;
   ++stats_.entries;
-  while (stats_.bytes > max_bytes_) {
-    stats_.bytes -= entries_.back().bytes;
-    --stats_.entries;
-    entries_.pop_back();
+  while (stats_.bytes > max_bytes_) erase(std::prev(entries_.end()));
+}
+
+std::string WarmCache::key(const std::string& fingerprint, size_t n_ctx) {
+  return fingerprint + "/" + std::to_string(n_ctx);
+}
+
+void WarmCache::drop_model(const std::string& fingerprint) {
+  const std::string prefix = fingerprint + "/";
+  std::lock_guard lock(mu_);
+  for (auto it = entries_.begin(); it != entries_.end();) {
+    it = it->key.starts_with(prefix) ? erase(it) : std::next(it);
   }
+}
+
+std::list<WarmCache::Entry>::iterator WarmCache::erase(std::list<Entry>::iterator it) {
+  stats_.bytes -= it->bytes;
+  --stats_.entries;
+  return entries_.erase(it);
 }
 
 WarmCache::Stats WarmCache::stats() const {

@@ -41,6 +41,13 @@ class WarmCache {
   void put(const std::string& key, std::span<const int32_t> tokens, engine::KvCache cache,
            size_t prompt, std::vector<float> logits);
 
+  // Drops every cache kept under a key of the model `fingerprint` (an
+  // unloaded model's: its caches would only hold memory).
+  void drop_model(const std::string& fingerprint);
+
+  // The key of the caches of model `fingerprint` under a context of n_ctx.
+  static std::string key(const std::string& fingerprint, size_t n_ctx);
+
   struct Stats {
     uint64_t bytes = 0, entries = 0;
     uint64_t hits = 0;           // takes that found a cache
@@ -60,6 +67,9 @@ class WarmCache {
     std::vector<float> logits;  // after the prompt, or empty
     uint64_t bytes;
   };
+  // Removes an entry, with its bytes and count; the lock held.
+  std::list<Entry>::iterator erase(std::list<Entry>::iterator it);
+
   const uint64_t max_bytes_;
   mutable std::mutex mu_;
   std::list<Entry> entries_;  // most recently kept first

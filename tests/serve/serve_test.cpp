@@ -519,13 +519,15 @@ TEST_F(ServeTest, QuipAsTheBackendOfQuip) {
 namespace quip::serve {
 namespace {
 
-// Models load on first use and unload after --keep-alive idle.
+// Models load on first use and unload after --keep-alive idle, and their
+// caches kept in memory go with them.
 TEST_F(ServeTest, ModelsLoadOnFirstUseAndUnloadWhenIdle) {
   auto server = start({"--keep-alive", "1s"});
   const auto held = [&] { return json::parse(curl({base_ + "/api/ps"}).out)["models"].size(); };
   EXPECT_EQ(held(), 0u);
   client({"chat", base_, name_, "Hi", "2"});
   EXPECT_EQ(held(), 1u);
+  EXPECT_EQ(metric("quip_cache_ram_entries"), 1u);  // the call's cache, kept
   size_t now = 1;
   for (int i = 0; i < 100 && now != 0; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -533,6 +535,9 @@ TEST_F(ServeTest, ModelsLoadOnFirstUseAndUnloadWhenIdle) {
   }
   EXPECT_EQ(now, 0u);
   EXPECT_EQ(metric("quip_models_loaded"), 0u);
+  // Its caches in memory went with it.
+  EXPECT_EQ(metric("quip_cache_ram_entries"), 0u);
+  EXPECT_EQ(metric("quip_cache_ram_bytes"), 0u);
   // And loads again on the next call.
   client({"chat", base_, name_, "Hi", "2"});
   EXPECT_EQ(held(), 1u);

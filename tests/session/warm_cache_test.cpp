@@ -1,7 +1,7 @@
 // The memory tier of the prefix cache (session/warm_cache.h): the longest
 // shared prefix is taken and cut, keys keep models apart, recurrent caches
 // are taken only whole, logits come back only for a whole prompt, and the
-// bound drops the least recently kept.
+// bound drops the least recently kept; an unloaded model's caches go.
 #include "session/warm_cache.h"
 
 #include <gtest/gtest.h>
@@ -98,6 +98,23 @@ TEST(WarmCache, TheBoundDropsTheLeastRecentlyKept) {
   WarmCache tiny(one - 1);
   tiny.put("m", range(0, 10), filled(10), 10, {});
   EXPECT_EQ(tiny.stats().entries, 0u);
+}
+
+TEST(WarmCache, DroppingAModelDropsEveryContextOfItAndNothingElse) {
+  const uint64_t one = WarmCache::bytes_of(filled(4));
+  WarmCache warm(10 * one);
+  // "ab" is a prefix of "abc": only whole fingerprints match.
+  warm.put(WarmCache::key("ab", 512), range(0, 4), filled(4), 4, {});
+  warm.put(WarmCache::key("ab", 4096), range(0, 4), filled(4), 4, {});
+  warm.put(WarmCache::key("abc", 512), range(0, 4), filled(4), 4, {});
+  warm.drop_model("ab");
+  EXPECT_EQ(warm.stats().entries, 1u);
+  EXPECT_EQ(warm.stats().bytes, one);
+  std::vector<float> logits;
+  engine::KvCache c(2, 4);
+  EXPECT_EQ(warm.take(WarmCache::key("ab", 512), range(0, 4), c, logits), 0u);
+  EXPECT_EQ(warm.take(WarmCache::key("abc", 512), range(0, 4), c, logits), 4u);
+  EXPECT_EQ(warm.stats().bytes, 0u);
 }
 
 }  // namespace
