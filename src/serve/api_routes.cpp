@@ -111,7 +111,12 @@ void Server::Impl::openai_routes(httplib::Server& s) {
                   return event(chunk(
                       json::array({choice_piece(std::string(text), std::string(reasoning))})));
                 },
-                gone);
+                gone,
+                [&] {
+                  // An event of a comment alone, which SSE clients skip.
+                  const std::string comment = ":\n\n";
+                  return sink.write(comment.data(), comment.size());
+                });
             if (gone) return false;
             if (!answer) {
               event(openai_error({http_status(answer.failure()), answer.failure().message}));
@@ -228,7 +233,11 @@ void Server::Impl::ollama_routes(httplib::Server& s) {
                 [&](std::string_view text, std::string_view thinking) {
                   return line(piece_json(std::string(text), std::string(thinking)));
                 },
-                gone);
+                gone,
+                [&] {
+                  // A space: whitespace before the next line's JSON value.
+                  return sink.write(" ", 1);
+                });
             if (gone) return false;
             if (!answer) {
               line({{"error", answer.failure().message}});

@@ -105,7 +105,7 @@ session::Outcome<session::Answer> Server::Impl::run(Server::Impl::Prepared& p,
 session::Outcome<session::Answer> Server::Impl::run_streamed(
     Prepared& p, const std::vector<std::string>& stops,
     const std::function<bool(std::string_view text, std::string_view reasoning)>& send,
-    bool& gone) {
+    bool& gone, const std::function<bool()>& probe) {
   std::atomic<bool> cancel{false};
   StopMatcher matcher(stops);
   const auto pass = [&](std::string_view text, std::string_view reasoning) {
@@ -117,6 +117,12 @@ session::Outcome<session::Answer> Server::Impl::run_streamed(
     return !gone && !matcher.stopped();
   };
   cb.on_reasoning = [&](std::string_view piece) { pass({}, piece); };
+  if (probe) {
+    // Not before the first batch: a prompt of one batch sends nothing.
+    cb.on_prompt_progress = [&](size_t done, size_t total, size_t cached) {
+      if (!gone && done > cached && done < total) gone = !probe();
+    };
+  }
   cb.keep_going = [&] { return !gone; };
   auto answer = run(p, cb, cancel);
   if (gone) {

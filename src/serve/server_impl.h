@@ -232,10 +232,14 @@ struct Server::Impl {
   // cannot), and each piece of its reasoning, goes to `send`, which returns
   // false once the client is gone. `gone` says so (true on entry: nothing is
   // sent); a call whose client went away stops and counts as cancelled.
+  // `probe`, when given, writes bytes the protocol ignores and returns
+  // false once the client is gone: it is called as each batch of the
+  // prompt but the first begins, so that a client gone during a long prompt stops it
+  // there (a write to a closed connection fails by the second).
   session::Outcome<session::Answer> run_streamed(
       Prepared& p, const std::vector<std::string>& stops,
       const std::function<bool(std::string_view text, std::string_view reasoning)>& send,
-      bool& gone);
+      bool& gone, const std::function<bool()>& probe = {});
   // A call answered whole (not streamed): `text` is its answer up to the
   // first of `stops`.
   session::Outcome<session::Answer> run_whole(Prepared& p, const std::vector<std::string>& stops,

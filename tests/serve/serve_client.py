@@ -5,7 +5,7 @@
 Each command prints one JSON object on stdout and exits 0, or prints what
 was wrong on stderr and exits 1. The protocol checks are OpenAI's and
 Ollama's documented framing: server-sent events `data: {json}` separated by
-blank lines and ending with `data: [DONE]`; NDJSON objects ending with
+blank lines (or comments, `:...`) and ending with `data: [DONE]`; NDJSON objects ending with
 `"done": true`.
 
   chat BASE MODEL PROMPT N [stream]     OpenAI chat, the answer and usage
@@ -14,6 +14,7 @@ blank lines and ending with `data: [DONE]`; NDJSON objects ending with
   generate BASE MODEL PROMPT N          Ollama /api/generate, streamed
   openai BASE MODEL PROMPT N            the openai package (skipped: {"skipped": true})
   disconnect BASE MODEL PROMPT          streams, reads one token, hangs up
+  hang-up-in-prompt BASE MODEL PROMPT   streams, hangs up after the role chunk
   fuzz BASE COUNT SEED                  malformed bodies to every POST route
   concurrent BASE MODEL N PROMPT...     one streaming chat per prompt, at once
 """
@@ -56,6 +57,8 @@ def read_sse(resp):
             line = block.decode()
             if done:
                 fail("an event after [DONE]: %r" % line)
+            if line.startswith(":"):
+                continue  # a comment: the server probing a long prompt's client
             if not line.startswith("data: "):
                 fail("an SSE block that is not 'data: ...': %r" % line)
             payload = line[len("data: "):]
@@ -161,11 +164,29 @@ def disconnect(base, model, prompt):
     c, r = post(base, "/v1/chat/completions", {
         "model": model, "messages": [{"role": "user", "content": prompt}],
         "stream": True, "max_tokens": 100000, "temperature": 0})
-    got = b""
-    while got.count(b"\n\n") < 2:  # the role chunk and one token
-        got += r.read(1)
+    events = 0
+    while events < 2:  # the role chunk and one token (comments are not events)
+        line = r.readline()
+        events += line.startswith(b"data: ")
     c.sock.close()
-    return {"read": len(got)}
+    return {"events": events}
+
+
+def hang_up_in_prompt(base, model, prompt):
+    # Hangs up once the role chunk came, while the server evaluates the prompt.
+    c, r = post(base, "/v1/chat/completions", {
+        "model": model, "messages": [{"role": "user", "content": prompt}],
+        "stream": True, "max_tokens": 100000, "temperature": 0})
+    if r.status != 200:
+        fail("status %d: %s" % (r.status, r.read().decode(errors="replace")))
+    while True:
+        line = r.readline()
+        if not line:
+            fail("the stream ended before the role chunk")
+        if line.startswith(b"data: "):
+            break
+    c.sock.close()
+    return {}
 
 
 def mutate(rng, body):
@@ -250,6 +271,8 @@ def main(argv):
         out = with_openai(base, argv[3], argv[4], int(argv[5]))
     elif cmd == "disconnect":
         out = disconnect(base, argv[3], argv[4])
+    elif cmd == "hang-up-in-prompt":
+        out = hang_up_in_prompt(base, argv[3], argv[4])
     elif cmd == "fuzz":
         out = fuzz(base, int(argv[3]), int(argv[4]))
     elif cmd == "concurrent":

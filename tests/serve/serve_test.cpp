@@ -429,6 +429,25 @@ TEST_F(ServeTest, ADisconnectedClientCancelsItsCall) {
   EXPECT_EQ(metric("quip_active_calls"), 0u);
 }
 
+// A client gone while its long prompt is evaluated stops the call there,
+// before its first token: the stream's SSE comments, written as each batch
+// of the prompt begins, find the connection closed.
+TEST_F(ServeTest, AClientGoneDuringItsPromptStopsItBeforeAnyToken) {
+  auto server = start();
+  const uint64_t before = metric("quip_requests_cancelled_total");
+  std::string prompt;  // about 2600 tokens: six batches of the prompt
+  for (int i = 0; i < 900; ++i) prompt += "word" + std::to_string(i % 97) + " ";
+  client({"hang-up-in-prompt", base_, name_, prompt});
+  uint64_t after = before;
+  for (int i = 0; i < 400 && after == before; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    after = metric("quip_requests_cancelled_total");
+  }
+  EXPECT_EQ(after, before + 1);
+  EXPECT_EQ(metric("quip_generated_tokens_total"), 0u);
+  EXPECT_EQ(metric("quip_active_calls"), 0u);
+}
+
 TEST_F(ServeTest, SigtermFinishesTheCallsInFlightAndExitsZero) {
   auto server = start();
   json streamed;
