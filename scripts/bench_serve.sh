@@ -40,47 +40,46 @@ wait_health() {  # URL
   exit 1
 }
 
-# load URL MODEL K: K concurrent streams of N tokens. Prints "tokens
-# seconds generation": the completion tokens, the wall time from the first
-# request to the last byte, and the generation speed (tokens/s, all streams
-# together) while every stream is generating: from the last stream's first
-# token to the first stream's end, the window where prompts no longer
-# compete. One stream: from its first token to its last.
+# load URL K N TAG: K concurrent streams of N tokens each, their prompts
+# marked with TAG (a new tag: nothing cached); prints "tokens seconds".
 load() {
-  python3 - "$1" "$2" "$3" "$n" <<'PY'
+  python3 - "$1" "$2" "$3" "$4" <<'PY'
 import http.client, json, sys, threading, time, urllib.parse
-base, model, k, n = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+base, k, n, tag = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 u = urllib.parse.urlparse(base)
 counts = [0] * k
-arrivals = [[] for _ in range(k)]  # each content chunk's time
 def one(i):
     c = http.client.HTTPConnection(u.hostname, u.port, timeout=600)
-    body = {"model": model, "stream": True, "max_tokens": n, "temperature": 0,
+    body = {"stream": True, "max_tokens": n, "temperature": 0,
             "ignore_eos": True, "stream_options": {"include_usage": True},
-            "messages": [{"role": "user", "content": "Write about the number %d." % i}]}
+            "messages": [{"role": "user", "content": "Run %s: write about the number %03d." % (tag, i)}]}
     c.request("POST", "/v1/chat/completions", json.dumps(body), {"Content-Type": "application/json"})
     r = c.getresponse()
     for line in r:
         line = line.strip()
         if line.startswith(b"data: {"):
             j = json.loads(line[6:])
-            if j.get("choices") and j["choices"][0].get("delta", {}).get("content"):
-                arrivals[i].append(time.time())
             if j.get("usage"):
                 counts[i] = j["usage"]["completion_tokens"]
 t = time.time()
 ts = [threading.Thread(target=one, args=(i,)) for i in range(k)]
 [x.start() for x in ts]
 [x.join() for x in ts]
-wall = time.time() - t
-# Chunks may carry more than one token (bytes of one character): each
-# chunk stands for its stream's tokens per chunk.
-per_chunk = [counts[i] / len(arrivals[i]) if arrivals[i] else 0 for i in range(k)]
-lo = max(a[0] for a in arrivals if a)
-hi = min(a[-1] for a in arrivals if a)
-tokens = sum(per_chunk[i] * sum(1 for x in arrivals[i] if lo < x <= hi) for i in range(k))
-print(sum(counts), wall, tokens / (hi - lo) if hi > lo else 0)
+print(sum(counts), time.time() - t)
 PY
+}
+
+# measure URL K: "wall generating" tok/s of K concurrent streams. Wall: the
+# tokens of K streams of N + 8 tokens over their time, prompts included.
+# Generating: the K * N more tokens of those streams than of K streams of 8
+# tokens, over the time they added; the prompts' time (the same prompts'
+# lengths in both runs, nothing cached) cancels out.
+run_tag=100
+measure() {
+  local short long
+  run_tag=$((run_tag + 1)); short=$(load "$1" "$2" 8 "$run_tag")
+  run_tag=$((run_tag + 1)); long=$(load "$1" "$2" $((n + 8)) "$run_tag")
+  echo "$short $long" | awk '{ printf "%.2f %.2f", $3 / $4, ($3 - $1) / ($4 - $2) }'
 }
 
 # The server's batch steps and rows so far: "steps rows".
@@ -89,7 +88,6 @@ batch_counts() {  # URL
     $1 == "quip_batch_rows_total" { r = $2 } END { print s + 0, r + 0 }'
 }
 
-rate() { awk '{ printf "%.2f %.2f", $1 / $2, $3 }'; }  # wall tok/s, generation tok/s
 # "quip serve (...)": ONE and MANY as "wall generation"
 report() {  # NAME ONE MANY
   echo "$1: 1 stream $(cut -d' ' -f2 <<<"$2") tok/s generating ($(cut -d' ' -f1 <<<"$2") wall)," \
@@ -107,10 +105,10 @@ for mode in batching no-batching; do
     2>"$work/serve.log" &
   pids+=($!)
   wait_health "http://127.0.0.1:$port"
-  load "http://127.0.0.1:$port" "" 1 >/dev/null  # warm: the model mapped, the prompt cached
-  one=$(load "http://127.0.0.1:$port" "" 1 | rate)
+  load "http://127.0.0.1:$port" 1 8 warm >/dev/null  # the model mapped and paged in
+  one=$(measure "http://127.0.0.1:$port" 1)
   before=$(batch_counts "http://127.0.0.1:$port")
-  many=$(load "http://127.0.0.1:$port" "" "$streams" | rate)
+  many=$(measure "http://127.0.0.1:$port" "$streams")
   steps=$(echo "$before $(batch_counts "http://127.0.0.1:$port")" |
     awk '{ if ($3 > $1) printf "%.2f", ($4 - $2) / ($3 - $1); else print "-" }')
   report "quip serve ($mode)" "$one" "$many"
@@ -126,9 +124,9 @@ if [ -n "${LLAMA_SERVER:-}" ]; then
     >"$work/llama.log" 2>&1 &
   pids+=($!)
   wait_health "http://127.0.0.1:$port"
-  load "http://127.0.0.1:$port" "" 1 >/dev/null
-  l_one=$(load "http://127.0.0.1:$port" "" 1 | rate)
-  l_many=$(load "http://127.0.0.1:$port" "" "$streams" | rate)
+  load "http://127.0.0.1:$port" 1 8 warm >/dev/null
+  l_one=$(measure "http://127.0.0.1:$port" 1)
+  l_many=$(measure "http://127.0.0.1:$port" "$streams")
   report "llama-server -np $streams" "$l_one" "$l_many"
   echo "quip/llama-server at $streams streams: $(echo "$many $l_many" |
     awk '{ printf "x%.2f generating, x%.2f wall", $2 / $4, $1 / $3 }')"
