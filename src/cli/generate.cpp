@@ -29,6 +29,7 @@
 #include "cli/prompt_input.h"
 #include "cli/remote_call.h"
 #include "cli/report.h"
+#include "cli/stop_signals.h"
 #include "cli/usage.h"
 #include "grammar/gbnf_text.h"
 #include "grammar/grammar.h"
@@ -62,31 +63,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using session::FailureKind;
-
-// The signal that asked the call to stop (SIGINT, SIGTERM, SIGHUP), or 0.
-// Written by the handler, read by the generation loop: a lock-free
-// sig_atomic_t is all a handler may touch.
-volatile std::sig_atomic_t g_stop_signal = 0;
-
-extern "C" void on_stop_signal(int signo) {
-  if (g_stop_signal == 0) g_stop_signal = signo;
-}
-
-// Ctrl-C, `timeout`/`kill` (SIGTERM) and a closed terminal (SIGHUP) all stop
-// the answer where it is: what was generated is printed and recorded as
-// interrupted. SA_RESTART: a write that a signal interrupts goes on, so the
-// answer reaches stdout whole.
-void catch_stop_signals() {
-  struct sigaction sa {};
-  sa.sa_handler = on_stop_signal;
-  sigemptyset(&sa.sa_mask);
-  sa.sa_flags = SA_RESTART;
-  for (int signo : {SIGINT, SIGTERM, SIGHUP}) sigaction(signo, &sa, nullptr);
-  struct sigaction ignore {};
-  ignore.sa_handler = SIG_IGN;
-  sigemptyset(&ignore.sa_mask);
-  sigaction(SIGPIPE, &ignore, nullptr);
-}
 
 // A failure of the call: the one line for stderr and the exit status.
 struct Failure {
@@ -399,7 +375,7 @@ int answer_call(const Flags& f, const session::Request& request,
     print_error(err, "quip", failure.message);
     return failure.status;
   };
-  catch_stop_signals();
+  catch_stop_signals({SIGPIPE});
   // stdout failing: EPIPE means the reader went away (end quietly); anything
   // else (a full disk) is an error.
   bool reader_gone = false;
@@ -445,7 +421,7 @@ int answer_call(const Flags& f, const session::Request& request,
     return !reader_gone;
   };
   // A stop signal is heard between prompt batches too.
-  callbacks.keep_going = [] { return g_stop_signal == 0; };
+  callbacks.keep_going = [] { return stop_signal() == 0; };
   auto generated = run(callbacks);
   if (progress) progress->clear();
   if (!generated) return fail(from(generated.failure()));
@@ -521,7 +497,7 @@ int answer_call(const Flags& f, const session::Request& request,
   }
   // 128 + the signal, as a shell reports a command the signal ended.
   const int interrupted_status =
-      g_stop_signal != 0 ? kExitSignal + static_cast<int>(g_stop_signal) : kExitInterrupted;
+      stop_signal() != 0 ? kExitSignal + stop_signal() : kExitInterrupted;
   if (!answer.store_error.empty()) {
     print_error(err, "quip", "the answer was not recorded: " + answer.store_error);
     if (!answer.interrupted) return kExitFailure;

@@ -11,37 +11,11 @@
 #include "cli/download_progress.h"
 #include "cli/exit_status.h"
 #include "cli/report.h"
+#include "cli/stop_signals.h"
 #include "cli/usage.h"
 #include "hub/hf_download.h"
 
 namespace quip::cli {
-
-namespace {
-
-// The signal that asked the pull to stop (SIGINT, SIGTERM, SIGHUP), or 0.
-volatile std::sig_atomic_t g_pull_signal = 0;
-
-extern "C" void on_pull_signal(int signo) {
-  if (g_pull_signal == 0) g_pull_signal = signo;
-}
-
-// Ctrl-C, SIGTERM and SIGHUP stop the download where it is; the part
-// stays for the next pull. SIGXFSZ is ignored, so that a write past the
-// file size limit (ulimit -f) fails with EFBIG, reported like a full disk,
-// instead of killing the process.
-void catch_signals() {
-  struct sigaction sa {};
-  sa.sa_handler = on_pull_signal;
-  sigemptyset(&sa.sa_mask);
-  sa.sa_flags = SA_RESTART;
-  for (int signo : {SIGINT, SIGTERM, SIGHUP}) sigaction(signo, &sa, nullptr);
-  struct sigaction ignore {};
-  ignore.sa_handler = SIG_IGN;
-  sigemptyset(&ignore.sa_mask);
-  sigaction(SIGXFSZ, &ignore, nullptr);
-}
-
-}  // namespace
 
 int pull_main(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   CLI::App app{
@@ -88,15 +62,17 @@ int pull_main(const std::vector<std::string>& args, std::ostream& out, std::ostr
   request.ref = *ref;
   request.cache = *cache;
 
-  catch_signals();
+  // Ctrl-C, SIGTERM and SIGHUP stop the download where it is; the part
+  // stays for the next pull.
+  catch_stop_signals({SIGXFSZ});
   const bool live = &err == &std::cerr && isatty(STDERR_FILENO) != 0;
   DownloadProgress progress(err, live, PromptProgress::from_environment());
   hub::PullHandlers handlers;
   handlers.on_progress = [&](const hub::PullProgress& p) {
     progress.update(p.file, p.done, p.total, p.at_start);
-    return g_pull_signal == 0;
+    return stop_signal() == 0;
   };
-  handlers.keep_going = [] { return g_pull_signal == 0; };
+  handlers.keep_going = [] { return stop_signal() == 0; };
   auto result = hub::pull(request, handlers);
   progress.clear();
   if (!result) {
@@ -106,7 +82,7 @@ int pull_main(const std::vector<std::string>& args, std::ostream& out, std::ostr
   if (result->interrupted) {
     print_error(err, "quip pull",
                 shown + ": interrupted; what was downloaded is kept and the next pull resumes it");
-    return g_pull_signal != 0 ? kExitSignal + static_cast<int>(g_pull_signal) : kExitInterrupted;
+    return stop_signal() != 0 ? kExitSignal + stop_signal() : kExitInterrupted;
   }
 
   uint64_t total = 0;
