@@ -15,14 +15,6 @@ constexpr double kSpeedAfterSeconds = 0.5;
 
 }  // namespace
 
-std::string DownloadProgress::duration_text(double seconds) {
-  const auto s = static_cast<long long>(std::ceil(std::max(seconds, 0.0)));
-  if (s < 100) return std::to_string(s) + " s";
-  const long long min = (s + 59) / 60;
-  if (min < 100) return std::to_string(min) + " min";
-  return std::to_string(min / 60) + " h " + std::to_string(min % 60) + " min";
-}
-
 std::string DownloadProgress::text(const std::string& file, uint64_t done, uint64_t total,
                                    std::optional<double> speed, std::optional<double> seconds_left,
                                    size_t width) {
@@ -72,31 +64,13 @@ void DownloadProgress::update(const std::string& file, uint64_t done, uint64_t t
   const std::optional<double> rate = speed(now);
   std::optional<double> left;
   if (rate && *rate > 0 && total >= done) left = static_cast<double>(total - done) / *rate;
-  const std::string line = text(file, done, total, rate, left);
-  err_ << '\r';
-  if (options_.erase_sequence) {
-    err_ << "\033[K";
-  } else if (shown_width_ > line.size()) {
-    err_ << std::string(shown_width_, ' ') << '\r';
-  }
-  if (options_.dim) err_ << "\033[2m";
-  err_ << line;
-  if (options_.dim) err_ << "\033[0m";
-  err_ << std::flush;
+  line_.show(text(file, done, total, rate, left));
   shown_at_ = now;
-  shown_width_ = line.size();
 }
 
 void DownloadProgress::clear() {
-  if (!shown_at_) return;
-  if (options_.erase_sequence) {
-    err_ << "\r\033[K";
-  } else {
-    err_ << '\r' << std::string(shown_width_, ' ') << '\r';
-  }
-  err_ << std::flush;
+  line_.clear();
   shown_at_.reset();
-  shown_width_ = 0;
 }
 
 }  // namespace quip::cli

@@ -25,7 +25,7 @@ class DownloadProgress {
   // PromptProgress's (dim text, ESC [ K, the least time between updates;
   // `after` is not used: the line shows from the first update).
   DownloadProgress(std::ostream& err, bool live, PromptProgress::Options options)
-      : err_(err), live_(live), options_(options) {}
+      : live_(live), options_(options), line_(err, options.dim, options.erase_sequence) {}
   ~DownloadProgress() { clear(); }
   DownloadProgress(const DownloadProgress&) = delete;
   DownloadProgress& operator=(const DownloadProgress&) = delete;
@@ -49,18 +49,14 @@ class DownloadProgress {
                           std::optional<double> speed, std::optional<double> seconds_left,
                           size_t width = 20);
 
-  // "12 s", "3 min", "2 h 5 min": a duration for people, rounded up.
-  static std::string duration_text(double seconds);
-
  private:
-  std::ostream& err_;
   bool live_;
   PromptProgress::Options options_;
+  StatusLine line_;
   std::optional<Clock::time_point> start_;
   uint64_t start_done_ = 0;
   uint64_t last_done_ = 0;
   std::optional<Clock::time_point> shown_at_;
-  size_t shown_width_ = 0;
 };
 
 }  // namespace quip::cli

@@ -7,17 +7,40 @@
 
 namespace quip::cli {
 
-namespace {
-
-// "12 s", "3 min": seconds up to 99, then minutes, rounded up (a time
-// left that reads too short is the one that annoys).
 std::string duration_text(double seconds) {
   const auto s = static_cast<long long>(std::ceil(std::max(seconds, 0.0)));
   if (s < 100) return std::to_string(s) + " s";
-  return std::to_string((s + 59) / 60) + " min";
+  const long long min = (s + 59) / 60;
+  if (min < 100) return std::to_string(min) + " min";
+  return std::to_string(min / 60) + " h " + std::to_string(min % 60) + " min";
 }
 
-}  // namespace
+void StatusLine::show(const std::string& line) {
+  err_ << '\r';
+  if (erase_sequence_) {
+    err_ << "\033[K";
+  } else if (shown_width_ > line.size()) {
+    err_ << std::string(shown_width_, ' ') << '\r';
+  }
+  if (dim_) err_ << "\033[2m";
+  err_ << line;
+  if (dim_) err_ << "\033[0m";
+  err_ << std::flush;
+  shown_ = true;
+  shown_width_ = line.size();
+}
+
+void StatusLine::clear() {
+  if (!shown_) return;
+  if (erase_sequence_) {
+    err_ << "\r\033[K";
+  } else {
+    err_ << '\r' << std::string(shown_width_, ' ') << '\r';
+  }
+  err_ << std::flush;
+  shown_ = false;
+  shown_width_ = 0;
+}
 
 PromptProgress::Options PromptProgress::from_environment() {
   Options o;
@@ -68,31 +91,13 @@ void PromptProgress::update(size_t done, size_t total, size_t cached, Clock::tim
   if (done > start_done_ && elapsed > 0) {
     left = static_cast<double>(total - done) * elapsed / static_cast<double>(done - start_done_);
   }
-  const std::string line = text(done, total, cached, left);
-  err_ << '\r';
-  if (options_.erase_sequence) {
-    err_ << "\033[K";
-  } else if (shown_width_ > line.size()) {
-    err_ << std::string(shown_width_, ' ') << '\r';
-  }
-  if (options_.dim) err_ << "\033[2m";
-  err_ << line;
-  if (options_.dim) err_ << "\033[0m";
-  err_ << std::flush;
+  line_.show(text(done, total, cached, left));
   shown_at_ = now;
-  shown_width_ = line.size();
 }
 
 void PromptProgress::clear() {
-  if (!shown_at_) return;
-  if (options_.erase_sequence) {
-    err_ << "\r\033[K";
-  } else {
-    err_ << '\r' << std::string(shown_width_, ' ') << '\r';
-  }
-  err_ << std::flush;
+  line_.clear();
   shown_at_.reset();
-  shown_width_ = 0;
 }
 
 }  // namespace quip::cli

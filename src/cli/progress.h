@@ -18,6 +18,31 @@
 
 namespace quip::cli {
 
+// "12 s", "3 min", "2 h 5 min": a duration for people, rounded up (a time
+// left that reads too short is the one that annoys).
+std::string duration_text(double seconds);
+
+// One line of stderr rewritten in place, dim where the terminal allows,
+// and erased before anything else is written there: what the progress
+// lines below draw with.
+class StatusLine {
+ public:
+  // `dim`: an SGR attribute around the text; `erase_sequence`: erase with
+  // ESC [ K, else with spaces over the old line (TERM=dumb).
+  StatusLine(std::ostream& err, bool dim, bool erase_sequence)
+      : err_(err), dim_(dim), erase_sequence_(erase_sequence) {}
+
+  void show(const std::string& line);
+  // Erases the line if it is shown.
+  void clear();
+
+ private:
+  std::ostream& err_;
+  bool dim_, erase_sequence_;
+  bool shown_ = false;
+  size_t shown_width_ = 0;  // its characters (to erase without ESC [ K)
+};
+
 class PromptProgress {
  public:
   using Clock = std::chrono::steady_clock;
@@ -39,7 +64,8 @@ class PromptProgress {
   // a tiny, fast model see the line; not documented for users).
   static Options from_environment();
 
-  PromptProgress(std::ostream& err, Options options) : err_(err), options_(options) {}
+  PromptProgress(std::ostream& err, Options options)
+      : options_(options), line_(err, options.dim, options.erase_sequence) {}
   ~PromptProgress() { clear(); }
   PromptProgress(const PromptProgress&) = delete;
   PromptProgress& operator=(const PromptProgress&) = delete;
@@ -59,12 +85,11 @@ class PromptProgress {
                           std::optional<double> seconds_left);
 
  private:
-  std::ostream& err_;
   Options options_;
+  StatusLine line_;
   std::optional<Clock::time_point> start_;  // the first update: evaluation began
   size_t start_done_ = 0;
   std::optional<Clock::time_point> shown_at_;  // the last update written
-  size_t shown_width_ = 0;                     // its characters (to erase without ESC [ K)
 };
 
 }  // namespace quip::cli

@@ -97,7 +97,7 @@ int pull_main(const std::vector<std::string>& args, std::ostream& out, std::ostr
   } else {
     const double seconds = progress.seconds();
     summary += ": downloaded " + human_size(result->received) + " in " +
-               DownloadProgress::duration_text(seconds);
+               duration_text(seconds);
     if (seconds > 0) {
       summary +=
           " (" +

@@ -266,9 +266,9 @@ TEST(DownloadProgress, LineShowsSizeSpeedAndTimeLeft) {
             "quip: m.gguf [#####-----] 50% 512 MiB/1 GiB, 32 MiB/s, 16 s left");
   EXPECT_EQ(DownloadProgress::text("m.gguf", 0, 100, std::nullopt, std::nullopt, 4),
             "quip: m.gguf [----] 0% 0 B/100 B");
-  EXPECT_EQ(DownloadProgress::duration_text(0.2), "1 s");
-  EXPECT_EQ(DownloadProgress::duration_text(150), "3 min");
-  EXPECT_EQ(DownloadProgress::duration_text(7500), "2 h 5 min");
+  EXPECT_EQ(duration_text(0.2), "1 s");
+  EXPECT_EQ(duration_text(150), "3 min");
+  EXPECT_EQ(duration_text(7500), "2 h 5 min");
 }
 
 TEST(DownloadProgress, DrawsOnATerminalOnlyAndErasesAtTheEnd) {
