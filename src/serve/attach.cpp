@@ -309,10 +309,12 @@ std::optional<session::Outcome<session::Answer>> attached_generate(
   req.path = "/quip/generate";
   req.body = request_json(request, gbnf).dump();
   req.set_header("Content-Type", "application/json");
+  req.set_header(kProtocolHeader, kProtocolVersion);
   int status = 0;
   req.response_handler = [&](const httplib::Response& res) {
     status = res.status;
-    return true;
+    // A server speaking another version: not a word of it is read.
+    return res.get_header_value(kProtocolHeader) == kProtocolVersion;
   };
   req.content_receiver = [&](const char* data, size_t n, uint64_t, uint64_t) {
     pending.append(data, n);

@@ -13,7 +13,11 @@
 // The server runs the call exactly as the process would (session::
 // build_prompt and generate, the same store and prefix cache), so flags,
 // output, exit statuses and the conversation record do not depend on which
-// engine answered. Texts are JSON strings: bytes that are not UTF-8 travel
+// engine answered. Client and server each name the protocol's version in
+// a header (kProtocolHeader, both ways); a server of another version
+// answers 409 with no body, and a client that finds another version (a
+// server built before the header: none) hangs up; either way the call runs
+// in-process, as when no server is there. Texts are JSON strings: bytes that are not UTF-8 travel
 // as \u00XX escapes of each byte (byte_string below), since an answer may
 // end inside a character.
 #pragma once
@@ -26,6 +30,11 @@
 #include "session/session.h"
 
 namespace quip::serve {
+
+// The attach protocol's version: one more whenever the request, the events
+// or the answer change in a way the other side would misread.
+inline constexpr const char* kProtocolHeader = "Quip-Attach-Protocol";
+inline constexpr const char* kProtocolVersion = "1";
 
 // Bytes as a JSON string that keeps every byte (each as the code point of
 // its value where it is not UTF-8: latin-1 style), and back.

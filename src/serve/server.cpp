@@ -149,6 +149,13 @@ session::Outcome<session::Answer> Server::Impl::run_whole(Prepared& p,
 void Server::Impl::attach_routes(httplib::Server& s) {
   s.Post("/quip/generate", [this](const httplib::Request& req, httplib::Response& res) {
     count("/quip/generate");
+    res.set_header(kProtocolHeader, kProtocolVersion);
+    if (req.get_header_value(kProtocolHeader) != kProtocolVersion) {
+      // A quip of another version: it runs the call itself.
+      res.status = 409;
+      res.set_content("", "application/x-ndjson");
+      return;
+    }
     if (stopping) {
       // No answer at all: the shell runs the call itself.
       res.status = 503;

@@ -17,6 +17,8 @@ blank lines (or comments, `:...`) and ending with `data: [DONE]`; NDJSON objects
   hang-up-in-prompt BASE MODEL PROMPT   streams, hangs up after the role chunk
   fuzz BASE COUNT SEED                  malformed bodies to every POST route
   concurrent BASE MODEL N PROMPT...     one streaming chat per prompt, at once
+  other-version-server SOCKET           an attach server of no protocol version on
+                                        SOCKET: each call gets a failure (until killed)
 """
 import http.client
 import json
@@ -256,6 +258,32 @@ def concurrent(base, model, n, prompts):
     return {"results": results}
 
 
+def other_version_server(path):
+    import http.server
+    import socketserver
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):
+            self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            body = b'{"call": 1}\n{"failure": {"kind": "runtime", "message": "misread"}}\n'
+            self.send_response(200)  # and no Quip-Attach-Protocol header
+            self.send_header("Content-Type", "application/x-ndjson")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    class Server(socketserver.UnixStreamServer):
+        def get_request(self):
+            request, _ = super().get_request()
+            return request, ("local", 0)  # BaseHTTPRequestHandler wants a host and port
+
+    with Server(path, Handler) as s:
+        s.serve_forever()
+
+
 def main(argv):
     cmd, base = argv[1], argv[2]
     if cmd == "chat":
@@ -275,6 +303,8 @@ def main(argv):
         out = hang_up_in_prompt(base, argv[3], argv[4])
     elif cmd == "fuzz":
         out = fuzz(base, int(argv[3]), int(argv[4]))
+    elif cmd == "other-version-server":
+        other_version_server(argv[2])
     elif cmd == "concurrent":
         out = concurrent(base, argv[3], int(argv[4]), argv[5:])
     else:

@@ -376,6 +376,33 @@ TEST_F(ServeTest, TheShellAttachesAndRecordsAsInProcess) {
   EXPECT_EQ(json::parse(log.out).size(), 5u) << log.out;
 }
 
+// A client and a server of other attach protocol versions never read each
+// other: the server answers 409 to a request that names another version
+// (or none), and a call that finds a server naming another version (or
+// none) runs in-process.
+TEST_F(ServeTest, AttachingAcrossProtocolVersionsRunsTheCallInProcess) {
+  {
+    auto server = start();
+    RunResult r = curl({"-w", "\n%{http_code}", "--unix-socket", server->socket().string(),
+                        "http://quip/quip/generate", "-d", "{}"});
+    EXPECT_TRUE(r.out.ends_with("\n409")) << r.out;
+    EXPECT_EQ(server->stop(SIGTERM), 0);  // which takes its socket away
+  }
+  const std::string expected = local_answer("Hello there", 8);
+  // A fake server on the socket; without the check, its failure would be the call's.
+  const std::string script =
+      "rm -f \"$2\"; /usr/bin/python3 \"$1\" other-version-server \"$2\" & fake=$!\n"
+      "for i in $(seq 1 100); do [ -S \"$2\" ] && break; sleep 0.05; done\n"
+      "\"$3\" -m \"$4\" -n 8 'Hello there'; status=$?\n"
+      "kill $fake; exit $status\n";
+  RunResult r = quip::testing::run_command(
+      {"/bin/sh", "-c", script, "sh", client_script(), (home_.path() / "serve.sock").string(),
+       QUIP_BINARY, model_},
+      opts());
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, expected);
+}
+
 TEST_F(ServeTest, SixteenConcurrentCallsAllCompleteCorrectlyAndAreRecorded) {
   std::vector<std::string> prompts;
   for (int i = 0; i < 16; ++i) prompts.push_back("Count to " + std::to_string(i + 3));
