@@ -112,15 +112,15 @@ std::span<const float> Forward::eval(std::span<const int32_t> tokens, bool all_l
 
 std::span<const float> Forward::decode(std::span<const Row> rows) {
   CHECK(decodes_rows() && !rows.empty() && rows.size() <= max_batch_);
-  std::vector<int32_t> tokens(rows.size());
+  decode_tokens_.resize(rows.size());
   for (size_t t = 0; t < rows.size(); ++t) {
     CHECK(rows[t].cache->row_shape().row_width == cache_.row_shape().row_width);
     rows[t].cache->reserve(rows[t].cache->size() + 1);
-    tokens[t] = rows[t].token;
+    decode_tokens_[t] = rows[t].token;
   }
   logits_.resize(rows.size() * hp_.n_vocab);
   rows_ = rows;
-  eval_batch(tokens, /*all_logits=*/true, logits_.data());
+  eval_batch(decode_tokens_, /*all_logits=*/true, logits_.data());
   rows_ = {};
   return logits_;
 }

@@ -171,6 +171,7 @@ class Forward {
   std::vector<uint8_t> pairs_at_origin_;  // Hparams::pair_at_origin, or empty
   KvCache cache_;
   std::span<const Row> rows_;  // during decode(): the sequence of each batch row
+  std::vector<int32_t> decode_tokens_;  // decode()'s rows' tokens
 
   // Scratch, sized for max_batch tokens.
   std::vector<float> x_;          // (batch, n_embd) the residual stream

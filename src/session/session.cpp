@@ -369,9 +369,9 @@ Outcome<Answer> generate(const LoadedModel& m, const Request& r, const Prompt& p
 
   // Keep what was evaluated for the next call; a cache that cannot take it
   // costs speed later, not this answer.
+  std::vector<int32_t> sequence = prompt.tokens;  // the positions' tokens
+  sequence.insert(sequence.end(), a.tokens.begin(), a.tokens.end());
   if (prefix_cache) {
-    std::vector<int32_t> sequence = prompt.tokens;
-    sequence.insert(sequence.end(), a.tokens.begin(), a.tokens.end());
     // Segments end where the prompt does (the same call again finds it
     // whole) and where its last message begins (a call with the same
     // system prompt and another question finds that part).
@@ -394,8 +394,6 @@ Outcome<Answer> generate(const LoadedModel& m, const Request& r, const Prompt& p
     }
   }
   if (callbacks.warm && !r.no_cache) {
-    std::vector<int32_t> sequence = prompt.tokens;
-    sequence.insert(sequence.end(), a.tokens.begin(), a.tokens.end());
     callbacks.warm->put(warm_key, sequence, std::move(fwd.cache()), prompt.tokens.size(),
                         std::move(g.prompt_logits));
   }

@@ -226,6 +226,16 @@ class ServeTest : public ::testing::Test {
     return 0;
   }
 
+  // Metric `name` once it has moved from `before`, or as it is after 20 s.
+  uint64_t metric_after(const std::string& name, uint64_t before) {
+    uint64_t now = before;
+    for (int i = 0; i < 400 && now == before; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      now = metric(name);
+    }
+    return now;
+  }
+
   TempDir home_, local_home_;
   std::string model_, name_, base_;
   int port_ = 0;
@@ -447,12 +457,7 @@ TEST_F(ServeTest, ADisconnectedClientCancelsItsCall) {
   auto server = start();
   const uint64_t before = metric("quip_requests_cancelled_total");
   client({"disconnect", base_, name_, "Tell me a very long story."});
-  uint64_t after = before;
-  for (int i = 0; i < 200 && after == before; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    after = metric("quip_requests_cancelled_total");
-  }
-  EXPECT_EQ(after, before + 1);
+  EXPECT_EQ(metric_after("quip_requests_cancelled_total", before), before + 1);
   EXPECT_EQ(metric("quip_active_calls"), 0u);
 }
 
@@ -465,12 +470,7 @@ TEST_F(ServeTest, AClientGoneDuringItsPromptStopsItBeforeAnyToken) {
   std::string prompt;  // about 2600 tokens: six batches of the prompt
   for (int i = 0; i < 900; ++i) prompt += "word" + std::to_string(i % 97) + " ";
   client({"hang-up-in-prompt", base_, name_, prompt});
-  uint64_t after = before;
-  for (int i = 0; i < 400 && after == before; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    after = metric("quip_requests_cancelled_total");
-  }
-  EXPECT_EQ(after, before + 1);
+  EXPECT_EQ(metric_after("quip_requests_cancelled_total", before), before + 1);
   EXPECT_EQ(metric("quip_generated_tokens_total"), 0u);
   EXPECT_EQ(metric("quip_active_calls"), 0u);
 }
