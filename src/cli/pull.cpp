@@ -96,8 +96,7 @@ int pull_main(const std::vector<std::string>& args, std::ostream& out, std::ostr
     summary += ", already in the cache";
   } else {
     const double seconds = progress.seconds();
-    summary += ": downloaded " + human_size(result->received) + " in " +
-               duration_text(seconds);
+    summary += ": downloaded " + human_size(result->received) + " in " + duration_text(seconds);
     if (seconds > 0) {
       summary +=
           " (" +

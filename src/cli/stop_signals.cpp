@@ -28,6 +28,8 @@ void catch_stop_signals(std::initializer_list<int> ignored) {
   for (int signo : ignored) sigaction(signo, &ignore, nullptr);
 }
 
-int stop_signal() { return g_stop_signal; }
+int stop_signal() {
+  return g_stop_signal;
+}
 
 }  // namespace quip::cli

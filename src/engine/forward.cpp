@@ -679,8 +679,8 @@ void Forward::attend(uint32_t il, size_t n, size_t pos0, bool tiles) {
         float* out = attn_.data() + t0 * a_dim + h * vd;
         float states[2 * kRows];  // with a sink: each query's maximum and sum
         attend_tiles_(dims, rows, pos0 + t0, q_.data() + t0 * q_dim + h * hd, q_dim,
-                      cache_.k(kv_layer) + kv_head * hd, cache_.v(kv_layer) + kv_head * vd, kv_dim, scores, window, out,
-                      a_dim, lv.sinks.empty() ? nullptr : states);
+                      cache_.k(kv_layer) + kv_head * hd, cache_.v(kv_layer) + kv_head * vd, kv_dim,
+                      scores, window, out, a_dim, lv.sinks.empty() ? nullptr : states);
         for (size_t i = 0; i < rows && !lv.sinks.empty(); ++i) {
           kernels::finish_head_with_sink(vd, lv.sinks[h], states + 2 * i, out + i * a_dim);
         }
@@ -710,8 +710,8 @@ void Forward::attend(uint32_t il, size_t n, size_t pos0, bool tiles) {
         const float* sinks = lv.sinks.empty() ? nullptr : lv.sinks.data() + h;
         if (split == 0) {
           float states[2 * kHeadsPerItem];  // with sinks: each head's maximum and sum
-          attend_fn(dims, heads, pos + 1 - start, q, k + start * kv_dim, v + start * kv_dim,
-                    kv_dim, scores, out, sinks != nullptr ? states : nullptr);
+          attend_fn(dims, heads, pos + 1 - start, q, k + start * kv_dim, v + start * kv_dim, kv_dim,
+                    scores, out, sinks != nullptr ? states : nullptr);
           for (size_t g = 0; g < heads && sinks != nullptr; ++g) {
             kernels::finish_head_with_sink(vd, sinks[g], states + 2 * g, out + g * vd);
           }

@@ -170,7 +170,7 @@ class Forward {
   size_t max_head_dim_;                   // the widest layer's heads
   std::vector<uint8_t> pairs_at_origin_;  // Hparams::pair_at_origin, or empty
   KvCache cache_;
-  std::span<const Row> rows_;  // during decode(): the sequence of each batch row
+  std::span<const Row> rows_;           // during decode(): the sequence of each batch row
   std::vector<int32_t> decode_tokens_;  // decode()'s rows' tokens
 
   // Scratch, sized for max_batch tokens.

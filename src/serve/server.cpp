@@ -104,8 +104,8 @@ session::Outcome<session::Answer> Server::Impl::run(Server::Impl::Prepared& p,
 
 session::Outcome<session::Answer> Server::Impl::run_streamed(
     Prepared& p, const std::vector<std::string>& stops,
-    const std::function<bool(std::string_view text, std::string_view reasoning)>& send,
-    bool& gone, const std::function<bool()>& probe) {
+    const std::function<bool(std::string_view text, std::string_view reasoning)>& send, bool& gone,
+    const std::function<bool()>& probe) {
   std::atomic<bool> cancel{false};
   StopMatcher matcher(stops);
   const auto pass = [&](std::string_view text, std::string_view reasoning) {
@@ -272,8 +272,8 @@ std::string Server::Impl::metrics_text() {
   one("quip_active_calls", "gauge", "Calls generating now.", static_cast<uint64_t>(active));
   one("quip_batch_steps_total", "counter",
       "Decoding steps, each one forward pass for the calls generating together.", batch_steps);
-  one("quip_batch_rows_total", "counter", "Tokens those steps decoded (over steps: the mean batch).",
-      batch_rows);
+  one("quip_batch_rows_total", "counter",
+      "Tokens those steps decoded (over steps: the mean batch).", batch_rows);
   std::string buckets;
   uint64_t cumulative = 0;
   for (size_t b = 0; b < steps_by_rows.size(); ++b) {

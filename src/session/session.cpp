@@ -199,7 +199,9 @@ nlohmann::json timings_json(const Answer& a) {
       {"prompt_tokens_per_s",
        t.prompt_ms > 0 ? 1000.0 * static_cast<double>(a.usage.evaluated_tokens) / t.prompt_ms : 0},
       {"generation_tokens_per_s",
-       t.generation_ms > 0 ? 1000.0 * static_cast<double>(a.usage.generated_tokens) / t.generation_ms : 0}};
+       t.generation_ms > 0
+           ? 1000.0 * static_cast<double>(a.usage.generated_tokens) / t.generation_ms
+           : 0}};
 }
 
 size_t context_size(const LoadedModel& model, const Request& request) {
@@ -291,21 +293,21 @@ Outcome<Answer> generate(const LoadedModel& m, const Request& r, const Prompt& p
     }
   }
   const auto keep_going = [&] { return !callbacks.keep_going || callbacks.keep_going(); };
-  engine::GenerateOptions options{.max_tokens = r.n_predict,
-                                  .n_ctx = n_ctx,
-                                  .sampler = r.sampler,
-                                  .top_logprobs = r.logprobs,
-                                  .is_end = {},
-                                  // A stop is heard between prompt batches too.
-                                  .keep_going = keep_going,
-                                  .on_prompt_progress = callbacks.on_prompt_progress,
-                                  .prompt_logits = {},
-                                  .keep_prompt_logits =
-                                      prefix_cache.has_value() || callbacks.warm != nullptr,
-                                  // A recurrent state is kept where the last message
-                                  // begins too (see the marks below).
-                                  .keep_state_at = prefix_cache ? prompt.shared : 0,
-                                  .stepper = callbacks.stepper};
+  engine::GenerateOptions options{
+      .max_tokens = r.n_predict,
+      .n_ctx = n_ctx,
+      .sampler = r.sampler,
+      .top_logprobs = r.logprobs,
+      .is_end = {},
+      // A stop is heard between prompt batches too.
+      .keep_going = keep_going,
+      .on_prompt_progress = callbacks.on_prompt_progress,
+      .prompt_logits = {},
+      .keep_prompt_logits = prefix_cache.has_value() || callbacks.warm != nullptr,
+      // A recurrent state is kept where the last message
+      // begins too (see the marks below).
+      .keep_state_at = prefix_cache ? prompt.shared : 0,
+      .stepper = callbacks.stepper};
   if (restored == prompt.tokens.size()) options.prompt_logits = cached_logits;
   const tokenizer::Vocab& vocab = m.tokenizer.vocab();
   if (!r.ignore_eos) options.is_end = [&](int32_t id) { return vocab.is_eog(id); };
@@ -379,8 +381,8 @@ Outcome<Answer> generate(const LoadedModel& m, const Request& r, const Prompt& p
     // An interrupted prompt may leave the cache short of what was restored.
     // What the memory tier gave, the disk may hold less of: its files are
     // written from the end of what they hold.
-    const size_t from = std::min(
-        warm_taken ? prefix_cache->find(sequence).length : restored, fwd.cache().size());
+    const size_t from =
+        std::min(warm_taken ? prefix_cache->find(sequence).length : restored, fwd.cache().size());
     // The prompt's end keeps the logits after it, for the same call again,
     // and the recurrent layers' state there (their state at the answer's
     // end the cache gives itself), for a follow-up.

@@ -37,8 +37,8 @@ size_t WarmCache::take(const std::string& key, std::span<const int32_t> tokens,
   return best_shared;
 }
 
-void WarmCache::put(const std::string& key, std::span<const int32_t> tokens,
-                    engine::KvCache cache, size_t prompt, std::vector<float> logits) {
+void WarmCache::put(const std::string& key, std::span<const int32_t> tokens, engine::KvCache cache,
+                    size_t prompt, std::vector<float> logits) {
   const uint64_t bytes = bytes_of(cache) + logits.size() * sizeof(float);
   if (bytes > max_bytes_ || cache.size() == 0 || cache.size() > tokens.size()) return;
   std::lock_guard lock(mu_);

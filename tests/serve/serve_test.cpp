@@ -405,10 +405,10 @@ TEST_F(ServeTest, AttachingAcrossProtocolVersionsRunsTheCallInProcess) {
       "for i in $(seq 1 100); do [ -S \"$2\" ] && break; sleep 0.05; done\n"
       "\"$3\" -m \"$4\" -n 8 'Hello there'; status=$?\n"
       "kill $fake; exit $status\n";
-  RunResult r = quip::testing::run_command(
-      {"/bin/sh", "-c", script, "sh", client_script(), (home_.path() / "serve.sock").string(),
-       QUIP_BINARY, model_},
-      opts());
+  RunResult r =
+      quip::testing::run_command({"/bin/sh", "-c", script, "sh", client_script(),
+                                  (home_.path() / "serve.sock").string(), QUIP_BINARY, model_},
+                                 opts());
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(r.out, expected);
 }
