@@ -42,6 +42,18 @@ python_validators() {
     python3 -m pip install --quiet --break-system-packages jsonschema rfc3339-validator
 }
 
+# The serve tests also drive quip serve with OpenAI's own client, the
+# `openai` package, which Debian 12 does not package: from the Python
+# package index, for /usr/bin/python3, the interpreter those tests run.
+python_openai() {
+  /usr/bin/python3 -c 'import openai' >/dev/null 2>&1 && return 0
+  echo "setup: installing openai from the Python package index" >&2
+  /usr/bin/python3 -m pip --version >/dev/null 2>&1 ||
+    $sudo apt-get install -y --no-install-recommends python3-pip
+  /usr/bin/python3 -m pip install --quiet openai 2>/dev/null ||
+    /usr/bin/python3 -m pip install --quiet --break-system-packages openai
+}
+
 if [ "$(id -u)" -ne 0 ]; then
   sudo=sudo
 else
@@ -50,6 +62,7 @@ fi
 export DEBIAN_FRONTEND=noninteractive
 if [ ${#missing[@]} -eq 0 ]; then
   python_validators
+  python_openai
   exit 0
 fi
 
@@ -61,3 +74,4 @@ if ! $sudo apt-get install -y --no-install-recommends "${missing[@]}"; then
   $sudo apt-get install -y --no-install-recommends "${missing[@]}"
 fi
 python_validators
+python_openai

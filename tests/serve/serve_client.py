@@ -12,7 +12,8 @@ blank lines (or comments, `:...`) and ending with `data: [DONE]`; NDJSON objects
   messages BASE MODEL JSON N            OpenAI chat with these messages
   ollama BASE MODEL PROMPT N [stream]   Ollama /api/chat
   generate BASE MODEL PROMPT N          Ollama /api/generate, streamed
-  openai BASE MODEL PROMPT N            the openai package (skipped: {"skipped": true})
+  openai BASE MODEL PROMPT N [LONG]     the openai package (skipped: {"skipped": true});
+                                        with LONG, that prompt streamed too
   disconnect BASE MODEL PROMPT          streams, reads one token, hangs up
   hang-up-in-prompt BASE MODEL PROMPT   streams, hangs up after the role chunk
   fuzz BASE COUNT SEED                  malformed bodies to every POST route
@@ -144,7 +145,7 @@ def generate(base, model, prompt, n):
     return {"text": "".join(l["response"] for l in lines), "objects": len(lines)}
 
 
-def with_openai(base, model, prompt, n):
+def with_openai(base, model, prompt, n, long_prompt=None):
     try:
         import openai  # noqa: F401
     except ImportError:
@@ -158,8 +159,17 @@ def with_openai(base, model, prompt, n):
             messages=[{"role": "user", "content": prompt}]):
         if chunk.choices:
             text += chunk.choices[0].delta.content or ""
-    return {"text": r.choices[0].message.content, "streamed": text,
-            "cached_tokens": r.usage.prompt_tokens_details.cached_tokens}
+    out = {"text": r.choices[0].message.content, "streamed": text,
+           "cached_tokens": r.usage.prompt_tokens_details.cached_tokens}
+    if long_prompt:
+        # A prompt of several batches: its stream carries SSE comments.
+        out["long_streamed"] = "".join(
+            chunk.choices[0].delta.content or ""
+            for chunk in client.chat.completions.create(
+                model=model, max_tokens=n, temperature=0, stream=True,
+                messages=[{"role": "user", "content": long_prompt}])
+            if chunk.choices)
+    return out
 
 
 def disconnect(base, model, prompt):
@@ -296,7 +306,7 @@ def main(argv):
     elif cmd == "generate":
         out = generate(base, argv[3], argv[4], int(argv[5]))
     elif cmd == "openai":
-        out = with_openai(base, argv[3], argv[4], int(argv[5]))
+        out = with_openai(base, argv[3], argv[4], int(argv[5]), argv[6] if len(argv) > 6 else None)
     elif cmd == "disconnect":
         out = disconnect(base, argv[3], argv[4])
     elif cmd == "hang-up-in-prompt":
