@@ -17,6 +17,7 @@ packages=(
   libcurl4-openssl-dev                # remote backends over HTTP(S)
   libssl-dev                          # SHA-256 of pulled models (libcrypto)
   python3-jsonschema                  # checks the JSON Schema corpus's labels (tests/grammar)
+  python3-pip                         # what Debian lacks of the tests' Python (below)
   dpkg-dev file                       # make deb: CPack finds the Depends with file and dpkg-shlibdeps
   groff-base man-db                   # the man page's tests (groff -ww, man --warnings)
   zsh fish                            # the completion scripts' tests run in each shell
