@@ -29,6 +29,18 @@ for p in "${packages[@]}"; do
     missing+=("$p")
   fi
 done
+# pip_install PYTHON PACKAGE...: from the Python package index into that
+# interpreter (pip comes with it, or as Debian's python3-pip above); past
+# Debian's "externally managed" refusal where it makes one.
+pip_install() {
+  local py=$1
+  shift
+  "$py" -m pip --version >/dev/null 2>&1 ||
+    $sudo apt-get install -y --no-install-recommends python3-pip
+  "$py" -m pip install --quiet "$@" 2>/dev/null ||
+    "$py" -m pip install --quiet --break-system-packages "$@"
+}
+
 # The tests validate --json-schema answers with Python's jsonschema, whose
 # date-time and time checks need rfc3339-validator, which Debian 12 does not
 # package: from the Python package index when no python3 has both.
@@ -38,9 +50,7 @@ python_validators() {
     "$py" -c 'import jsonschema, rfc3339_validator' >/dev/null 2>&1 && return 0
   done
   echo "setup: installing jsonschema and rfc3339-validator from the Python package index" >&2
-  python3 -m pip --version >/dev/null 2>&1 || $sudo apt-get install -y --no-install-recommends python3-pip
-  python3 -m pip install --quiet jsonschema rfc3339-validator 2>/dev/null ||
-    python3 -m pip install --quiet --break-system-packages jsonschema rfc3339-validator
+  pip_install python3 jsonschema rfc3339-validator
 }
 
 # The serve tests also drive quip serve with OpenAI's own client, the
@@ -49,10 +59,7 @@ python_validators() {
 python_openai() {
   /usr/bin/python3 -c 'import openai' >/dev/null 2>&1 && return 0
   echo "setup: installing openai from the Python package index" >&2
-  /usr/bin/python3 -m pip --version >/dev/null 2>&1 ||
-    $sudo apt-get install -y --no-install-recommends python3-pip
-  /usr/bin/python3 -m pip install --quiet openai 2>/dev/null ||
-    /usr/bin/python3 -m pip install --quiet --break-system-packages openai
+  pip_install /usr/bin/python3 openai
 }
 
 if [ "$(id -u)" -ne 0 ]; then

@@ -234,8 +234,9 @@ struct Server::Impl {
   // sent); a call whose client went away stops and counts as cancelled.
   // `probe`, when given, writes bytes the protocol ignores and returns
   // false once the client is gone: it is called as each batch of the
-  // prompt but the first begins, so that a client gone during a long prompt stops it
-  // there (a write to a closed connection fails by the second).
+  // prompt but the first begins, so that a client gone during a long
+  // prompt stops it there (a write to a closed connection fails by the
+  // second).
   session::Outcome<session::Answer> run_streamed(
       Prepared& p, const std::vector<std::string>& stops,
       const std::function<bool(std::string_view text, std::string_view reasoning)>& send,

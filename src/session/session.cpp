@@ -371,8 +371,12 @@ Outcome<Answer> generate(const LoadedModel& m, const Request& r, const Prompt& p
 
   // Keep what was evaluated for the next call; a cache that cannot take it
   // costs speed later, not this answer.
-  std::vector<int32_t> sequence = prompt.tokens;  // the positions' tokens
-  sequence.insert(sequence.end(), a.tokens.begin(), a.tokens.end());
+  const bool keep_warm = callbacks.warm && !r.no_cache;
+  std::vector<int32_t> sequence;  // the positions' tokens, for either tier
+  if (prefix_cache || keep_warm) {
+    sequence = prompt.tokens;
+    sequence.insert(sequence.end(), a.tokens.begin(), a.tokens.end());
+  }
   if (prefix_cache) {
     // Segments end where the prompt does (the same call again finds it
     // whole) and where its last message begins (a call with the same
@@ -395,7 +399,7 @@ Outcome<Answer> generate(const LoadedModel& m, const Request& r, const Prompt& p
       a.warnings.push_back("prefix cache: " + saved.error().message);
     }
   }
-  if (callbacks.warm && !r.no_cache) {
+  if (keep_warm) {
     callbacks.warm->put(warm_key, sequence, std::move(fwd.cache()), prompt.tokens.size(),
                         std::move(g.prompt_logits));
   }
