@@ -350,6 +350,27 @@ Server::Server(ServeOptions options) : impl_(std::make_unique<Impl>(std::move(op
 
 Server::~Server() = default;
 
+namespace {
+
+// bind_to_port with room for a burst of connections. cpp-httplib listens
+// with a backlog of CPPHTTPLIB_LISTEN_BACKLOG, 5, compiled into Debian's
+// library (a definition here does not reach it): the sixth of a burst of
+// shell calls connecting at once, while the accepting thread waits for a
+// core, is refused and runs in-process. Linux takes a second listen() on a
+// listening socket as its new backlog.
+bool bind_with_backlog(httplib::Server& s, const std::string& host, int port) {
+  int fd = -1;
+  s.set_socket_options([&fd](socket_t sock) {
+    httplib::default_socket_options(sock);
+    fd = sock;  // the last one tried is the one bound
+  });
+  if (!s.bind_to_port(host, port)) return false;
+  s.set_socket_options(httplib::default_socket_options);
+  return fd >= 0 && ::listen(fd, SOMAXCONN) == 0;
+}
+
+}  // namespace
+
 Result<void> Server::bind() {
   Impl& i = *impl_;
   const fs::path& sock = i.o.socket;
@@ -370,12 +391,12 @@ Result<void> Server::bind() {
   i.unix_server.set_address_family(AF_UNIX);
   // Only this user may connect: the socket is created 0600.
   const mode_t old = umask(0177);
-  const bool bound = i.unix_server.bind_to_port(sock.string(), 80);
+  const bool bound = bind_with_backlog(i.unix_server, sock.string(), 80);
   umask(old);
   if (!bound) return Error{sock.string() + ": cannot listen on this socket"};
   if (i.o.port) {
     const std::string host = i.o.host.value_or("127.0.0.1");
-    if (!i.tcp_server.bind_to_port(host, *i.o.port)) {
+    if (!bind_with_backlog(i.tcp_server, host, *i.o.port)) {
       return Error{host + ":" + std::to_string(*i.o.port) +
                    ": cannot listen there (in use, or not an address of this machine)"};
     }

@@ -10,6 +10,7 @@
 #include <signal.h>
 #include <spawn.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -140,6 +141,11 @@ class ServerProcess {
   }
 
   std::string log() const { return read_file(log_); }
+
+  // Sends `signo` and leaves it running (or stopped).
+  void signal(int signo) const {
+    if (pid_ > 0) ::kill(pid_, signo);
+  }
 
  private:
   static inline int counter_ = 0;
@@ -272,8 +278,7 @@ TEST_F(ServeTest, OpenAiChatEqualsTheInProcessAnswerStreamedOrNot) {
   } else {
     EXPECT_EQ(openai["text"], expected);
     EXPECT_EQ(openai["streamed"], expected);
-    EXPECT_EQ(openai["long_streamed"],
-              client({"chat", base_, name_, long_prompt, "12"})["text"]);
+    EXPECT_EQ(openai["long_streamed"], client({"chat", base_, name_, long_prompt, "12"})["text"]);
   }
   EXPECT_EQ(server->stop(SIGTERM), 0) << server->log();
 }
@@ -460,6 +465,33 @@ TEST_F(ServeTest, SixteenConcurrentCallsAllCompleteCorrectlyAndAreRecorded) {
   EXPECT_EQ(metric("quip_batch_size_count"), metric("quip_batch_steps_total"));
   RunResult log = quip::testing::run_quip({"log", "-n", "100", "--json"}, opts());
   EXPECT_EQ(json::parse(log.out).size(), 16u);
+}
+
+// Shell calls that connect at once, while the server is slow to accept
+// (its cores taken), wait in the socket's queue: none is refused and run
+// in-process. Here the server is stopped while they connect.
+TEST_F(ServeTest, ABurstOfConnectionsWaitsToBeAccepted) {
+  auto server = start();
+  constexpr int kBurst = 64;
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  const std::string path = server->socket().string();
+  ASSERT_LT(path.size(), sizeof addr.sun_path);
+  std::copy(path.begin(), path.end(), addr.sun_path);
+  server->signal(SIGSTOP);
+  std::vector<int> fds;
+  int queued = 0;
+  for (int i = 0; i < kBurst; ++i) {
+    const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0);
+    ASSERT_GE(fd, 0);
+    fds.push_back(fd);
+    // A full queue answers EAGAIN at once.
+    if (::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0) ++queued;
+  }
+  server->signal(SIGCONT);
+  for (const int fd : fds) ::close(fd);
+  EXPECT_EQ(queued, kBurst);
+  EXPECT_EQ(curl({"--unix-socket", path, "http://quip/health"}).status, 0);
 }
 
 TEST_F(ServeTest, ADisconnectedClientCancelsItsCall) {
