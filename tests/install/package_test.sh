@@ -18,7 +18,7 @@ fail() {
 unset QUIP_HOME QUIP_CONFIG QUIP_SESSION QUIP_MAX_INPUT
 
 expected_version=$("$build/quip" --version | head -n 1)
-files=(bin/quip share/man/man1/quip.1 share/bash-completion/completions/quip
+files=(bin/quip share/man/man1/quip.1.gz share/bash-completion/completions/quip
        share/zsh/vendor-completions/_quip share/fish/vendor_completions.d/quip.fish)
 
 # Files under ROOT/PREFIX: each one there, quip runs and says its version,
@@ -40,9 +40,14 @@ check_tree() {
     cmp -s "$root$prefix/$f" <("$build/quip" completion "$shell") ||
       fail "$prefix/$f is not what 'quip completion $shell' prints"
   done
+  # The page, gzipped without a name or time (gzip -9n): what `quip --man` prints.
+  cmp -s <(gzip -dc "$root$prefix/share/man/man1/quip.1.gz") <("$build/quip" --man) ||
+    fail "$prefix/share/man/man1/quip.1.gz is not what 'quip --man' prints"
+  [ "$(od -An -tx1 -j3 -N5 "$root$prefix/share/man/man1/quip.1.gz" | tr -d ' ')" = 0000000000 ] ||
+    fail "$prefix/share/man/man1/quip.1.gz holds a file name or time (not gzip -n)"
   if command -v man >/dev/null; then
     local warnings
-    warnings=$(MANPAGER=cat man --warnings -l "$root$prefix/share/man/man1/quip.1" 2>&1 >/dev/null)
+    warnings=$(MANPAGER=cat man --warnings -l "$root$prefix/share/man/man1/quip.1.gz" 2>&1 >/dev/null)
     [ -z "$warnings" ] || fail "man --warnings: $warnings"
   fi
 }
