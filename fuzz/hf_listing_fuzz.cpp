@@ -56,7 +56,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto ref = quip::hub::parse_model_ref(text);
   if (!ref.ok()) {
     check_line(ref.error());
-  } else if (ref->repo.find('/') == std::string::npos) {
+  } else if (ref->repo.find('/') == std::string::npos ||
+             !quip::hub::valid_revision(ref->revision) ||
+             ref->revision.find("..") != std::string::npos) {
     abort();
   }
   return 0;

@@ -21,13 +21,15 @@ int pull_main(const std::vector<std::string>& args, std::ostream& out, std::ostr
   CLI::App app{
       "Download a GGUF model from Hugging Face into its cache (where huggingface_hub and "
       "llama.cpp's -hf find it too) and print the file's path. QUANT picks the file by "
-      "its quant tag; without it: Q4_K_M, else Q8_0, else the first GGUF file. Split "
+      "its quant tag; without it: Q4_K_M, else Q8_0, else the first GGUF file. REVISION: a "
+      "branch, tag or commit (default main). Split "
       "models come whole. An interrupted download resumes on the next pull; every file's "
       "SHA-256 is checked before it is used. HF_TOKEN: an access token (private and gated "
       "models); HF_ENDPOINT: another hub; HF_HUB_CACHE or HF_HOME: another cache.",
       "quip pull"};
   std::string spec;
-  app.add_option("MODEL", spec, "hf:ORG/REPO[:QUANT], e.g. hf:Qwen/Qwen2.5-0.5B-Instruct-GGUF:Q8_0")
+  app.add_option("MODEL", spec,
+                 "hf:ORG/REPO[@REVISION][:QUANT], e.g. hf:Qwen/Qwen2.5-0.5B-Instruct-GGUF:Q8_0")
       ->required();
   if (std::optional<int> status = parse_args(app, args, out, err)) return *status;
 
@@ -46,7 +48,9 @@ int pull_main(const std::vector<std::string>& args, std::ostream& out, std::ostr
     print_error(err, "quip pull", "no cache folder: set HF_HUB_CACHE, HF_HOME or HOME");
     return kExitFailure;
   }
-  const std::string shown = "hf:" + ref->repo + (ref->tag.empty() ? "" : ":" + ref->tag);
+  const std::string shown = "hf:" + ref->repo +
+                            (ref->revision == "main" ? "" : "@" + ref->revision) +
+                            (ref->tag.empty() ? "" : ":" + ref->tag);
 
   hub::PullRequest request;
   request.endpoint = *endpoint;

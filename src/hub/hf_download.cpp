@@ -230,22 +230,29 @@ class Puller {
     const std::string& ep = request_.endpoint;
     const std::string& repo = request_.ref.repo;
     // 1. The listing.
-    std::string info_url = ep + "/api/models/" + repo + "/revision/main?blobs=true";
+    const std::string& revision = request_.ref.revision;
+    const std::string what =
+        revision == "main" ? "repository" : "repository or revision '" + revision + "'";
+    std::string info_url =
+        ep + "/api/models/" + repo + "/revision/" + revision_url_segment(revision) + "?blobs=true";
     const Response info =
         client_.fetch_following(info_url, /*nobody=*/false, kMaxListingBytes, handlers_.keep_going);
     if (info.code == CURLE_ABORTED_BY_CALLBACK) {
       result_.interrupted = true;
       return std::move(result_);
     }
-    if (info.status >= 300) return Error{status_error(info, request_, "repository")};
+    if (info.status >= 300) return Error{status_error(info, request_, what)};
     if (info.code == CURLE_WRITE_ERROR) {
       return Error{ep + ": the listing of the repository is longer than " +
                    human_size(kMaxListingBytes)};
     }
     if (info.code != CURLE_OK) return Error{transfer_error(info, request_)};
-    if (info.status != 200) return Error{status_error(info, request_, "repository")};
+    if (info.status != 200) return Error{status_error(info, request_, what)};
     auto listing = parse_model_info(info.body);
     if (!listing) return listing.error().with_context(ep);
+    if (is_commit(revision) && listing->commit != revision) {
+      return Error{ep + " answered commit " + listing->commit + " for commit " + revision};
+    }
     result_.commit = listing->commit;
 
     // 2. The file(s).
@@ -300,7 +307,8 @@ class Puller {
       in_place += f.size;
     }
 
-    // 4. The snapshot, then refs/main.
+    // 4. The snapshot, then refs/REVISION (none for a commit: its name is
+    // the snapshot's).
     const fs::path snapshot = repo_dir / "snapshots" / result_.commit;
     for (const RepoFile& f : result_.files) {
       const fs::path link = snapshot / f.path;
@@ -313,13 +321,14 @@ class Puller {
         return ok.error();
       }
     }
-    fs::create_directories(repo_dir / "refs", ec);
-    if (ec) {
-      return Error{printable((repo_dir / "refs").string(), 4096) +
-                   ": cannot create: " + ec.message()};
-    }
-    if (auto ok = write_atomically(repo_dir / "refs" / "main", result_.commit); !ok) {
-      return ok.error();
+    if (!is_commit(revision)) {
+      const fs::path ref = repo_dir / "refs" / revision;  // "refs/pr/3": folders
+      fs::create_directories(ref.parent_path(), ec);
+      if (ec) {
+        return Error{printable(ref.parent_path().string(), 4096) +
+                     ": cannot create: " + ec.message()};
+      }
+      if (auto ok = write_atomically(ref, result_.commit); !ok) return ok.error();
     }
     result_.path = snapshot / result_.files.front().path;
     return std::move(result_);

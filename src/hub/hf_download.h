@@ -2,9 +2,11 @@
 // cache (hf_repo.h's layout), as huggingface_hub's hf_hub_download does, so
 // that its tools and llama.cpp's -hf find the files too.
 //
-// The steps, for a repository at the commit that main points at:
-//   1. GET ENDPOINT/api/models/ORG/REPO/revision/main?blobs=true: the commit
-//      and every file with its size and (LFS files) SHA-256;
+// The steps, for a repository at the commit that the revision (main by
+// default) points at:
+//   1. GET ENDPOINT/api/models/ORG/REPO/revision/REVISION?blobs=true: the
+//      commit (a revision that is a commit must come back as itself) and
+//      every file with its size and (LFS files) SHA-256;
 //   2. the file(s) the quant tag names (hf_repo.h's choose_model_files);
 //   3. for each file not in the cache yet, under a lock that huggingface_hub
 //      shares (.locks/models--ORG--REPO/SHA256.lock, flock): HEAD
@@ -14,8 +16,9 @@
 //      (a CDN); GET them into blobs/SHA256.incomplete, from where an earlier
 //      download stopped (a Range request) when that file exists; check the
 //      SHA-256 of the whole file, then rename it to blobs/SHA256;
-//   4. when every file is in blobs/: the snapshot symlinks, then refs/main,
-//      each written under a temporary name and renamed into place.
+//   4. when every file is in blobs/: the snapshot symlinks, then
+//      refs/REVISION (not for a commit), each written under a temporary name
+//      and renamed into place.
 // So a file is visible in snapshots/ only whole and verified, a split model
 // only with all its parts, and a failure leaves at most the .incomplete
 // file of the download it stopped, which the next pull resumes from:

@@ -137,14 +137,36 @@ Result<std::vector<RepoFile>> with_parts(const std::vector<RepoFile>& files,
 
 }  // namespace
 
+bool valid_revision(std::string_view revision) {
+  if (revision.empty() || revision.size() > 200) return false;
+  size_t start = 0;
+  while (true) {
+    const size_t slash = revision.find('/', start);
+    const std::string_view part = revision.substr(start, slash - start);
+    if (part.empty() || part.front() == '.' || part.ends_with(".lock")) return false;
+    for (const char c : part) {
+      if (!is_alnum(c) && c != '-' && c != '_' && c != '.') return false;
+    }
+    if (part.find("..") != std::string_view::npos) return false;
+    if (slash == std::string_view::npos) return !part.ends_with('.');
+    start = slash + 1;
+  }
+}
+
+bool is_commit(std::string_view revision) {
+  return is_hex(revision, 40);
+}
+
 Result<ModelRef> parse_model_ref(std::string_view text) {
   const std::string shown = printable(text, 200);
   if (!text.starts_with("hf:")) {
     return Error{"'" + shown +
-                 "': expected hf:ORG/REPO[:QUANT], e.g. hf:Qwen/Qwen2.5-0.5B-Instruct-GGUF:Q8_0"};
+                 "': expected hf:ORG/REPO[@REVISION][:QUANT], e.g. "
+                 "hf:Qwen/Qwen2.5-0.5B-Instruct-GGUF:Q8_0"};
   }
   std::string_view rest = text.substr(3);
   ModelRef ref;
+  // (A git ref's name holds no ':', so the first one begins the tag.)
   if (const size_t colon = rest.find(':'); colon != std::string_view::npos) {
     const std::string_view tag = rest.substr(colon + 1);
     if (tag.empty() || tag.size() > 64 ||
@@ -155,9 +177,19 @@ Result<ModelRef> parse_model_ref(std::string_view text) {
     ref.tag = tag;
     rest = rest.substr(0, colon);
   }
+  if (const size_t at = rest.find('@'); at != std::string_view::npos) {
+    const std::string_view revision = rest.substr(at + 1);
+    if (!valid_revision(revision)) {
+      return Error{"'" + shown +
+                   "': the revision after '@' must be a branch, a tag or a commit: letters, "
+                   "digits, '-', '_', '.' and '/' between parts, no '..'"};
+    }
+    ref.revision = revision;
+    rest = rest.substr(0, at);
+  }
   const size_t slash = rest.find('/');
   if (slash == std::string_view::npos || rest.find('/', slash + 1) != std::string_view::npos) {
-    return Error{"'" + shown + "': expected hf:ORG/REPO[:QUANT] with exactly one '/'"};
+    return Error{"'" + shown + "': expected hf:ORG/REPO[@REVISION][:QUANT] with exactly one '/'"};
   }
   if (!valid_name_part(rest.substr(0, slash)) || !valid_name_part(rest.substr(slash + 1))) {
     return Error{"'" + shown +
@@ -316,16 +348,29 @@ std::optional<std::filesystem::path> hub_cache_dir() {
   return std::nullopt;
 }
 
-std::string repo_folder_name(std::string_view repo) {
-  std::string name = "models--";
-  for (const char c : repo) {
+namespace {
+
+// `s` with each '/' as `with`.
+std::string slashes_as(std::string_view s, std::string_view with) {
+  std::string out;
+  for (const char c : s) {
     if (c == '/') {
-      name += "--";
+      out += with;
     } else {
-      name += c;
+      out += c;
     }
   }
-  return name;
+  return out;
+}
+
+}  // namespace
+
+std::string repo_folder_name(std::string_view repo) {
+  return "models--" + slashes_as(repo, "--");
+}
+
+std::string revision_url_segment(std::string_view revision) {
+  return slashes_as(revision, "%2F");
 }
 
 std::string snapshot_link_target(std::string_view path, std::string_view sha256) {

@@ -1,5 +1,5 @@
 // What `quip pull` knows about a Hugging Face model repository without the
-// network: the "hf:ORG/REPO[:QUANT]" a user types, the hub's listing of a
+// network: the "hf:ORG/REPO[@REVISION][:QUANT]" a user types, the hub's listing of a
 // repository (untrusted JSON), which GGUF file a quant tag names, and where
 // the Hugging Face cache keeps each file.
 //
@@ -11,6 +11,8 @@
 //     blobs/SHA256.incomplete        a download in progress (resumable)
 //     snapshots/COMMIT/PATH          a relative symlink to ../../blobs/SHA256
 //     refs/main                      COMMIT, the commit main pointed at
+//     refs/REVISION                  likewise for another branch or tag
+//                                    (none for a revision that is a commit)
 //
 // Nothing here does I/O but reading environment variables.
 #pragma once
@@ -26,17 +28,28 @@
 
 namespace quip::hub {
 
-// "hf:ORG/REPO[:QUANT]" parsed.
+// "hf:ORG/REPO[@REVISION][:QUANT]" parsed.
 struct ModelRef {
-  std::string repo;  // "ORG/REPO"
-  std::string tag;   // "Q8_0" as typed; empty: the default choice
+  std::string repo;               // "ORG/REPO"
+  std::string revision = "main";  // a branch, a tag, "refs/pr/N" or a commit's 40 hex digits
+  std::string tag;                // "Q8_0" as typed; empty: the default choice
 };
 
 // Errors name what is wrong: no "hf:" prefix, not ORG/REPO, a name with
 // characters the hub does not allow (it allows letters, digits, '-', '_'
-// and '.', with no "--" or ".." and no '-' or '.' at either end), a tag
-// that is not letters, digits and '_'.
+// and '.', with no "--" or ".." and no '-' or '.' at either end), a
+// revision that is not a valid_revision, a tag that is not letters, digits
+// and '_'.
 Result<ModelRef> parse_model_ref(std::string_view text);
+
+// A revision as git allows a ref's name, within what a cache folder may
+// hold: letters, digits, '-', '_', '.' and '/' between non-empty parts,
+// none starting with '.' or ending with ".lock", no "..", at most 200
+// bytes ("v1.0", "refs/pr/3", a commit's hex digits).
+bool valid_revision(std::string_view revision);
+
+// Whether a revision names a commit itself: 40 lower-case hex digits.
+bool is_commit(std::string_view revision);
 
 // One file of a repository as the hub lists it.
 struct RepoFile {
@@ -51,7 +64,7 @@ struct RepoListing {
   std::vector<RepoFile> files;
 };
 
-// The answer of GET {endpoint}/api/models/ORG/REPO/revision/main?blobs=true
+// The answer of GET {endpoint}/api/models/ORG/REPO/revision/REVISION?blobs=true
 // (huggingface_hub's model_info(files_metadata=True)): {"sha": COMMIT,
 // "siblings": [{"rfilename": PATH, "size": N, "lfs": {"sha256": HEX,
 // "size": N}}, ...]}. Errors (one line each, naming the field): not JSON,
@@ -95,6 +108,11 @@ std::optional<std::filesystem::path> hub_cache_dir();
 
 // "models--ORG--REPO".
 std::string repo_folder_name(std::string_view repo);
+
+// A valid_revision as one segment of a URL's path: "refs/pr/3" as
+// "refs%2Fpr%2F3", as huggingface_hub quotes it (no other character it
+// allows needs escaping).
+std::string revision_url_segment(std::string_view revision);
 
 // The symlink's target for a snapshot file at `path`: "../../blobs/SHA256"
 // with one more "../" per folder in `path`.

@@ -326,16 +326,31 @@ void list_ollama(const fs::path& root, std::vector<StoreModel>& out) {
 // A name in the hub layout (Hugging Face's cache, llama.cpp's newer one, and
 // LM Studio's folders, which mirror its repositories).
 struct HubName {
-  std::string repo;   // ORG/REPO
-  std::string quant;  // may be empty
-  std::string file;   // a path in the repository, or empty
+  std::string repo;      // ORG/REPO
+  std::string revision;  // a branch, tag or commit; empty: main (or the only snapshot)
+  std::string quant;     // may be empty
+  std::string file;      // a path in the repository, or empty
 };
 
 std::optional<HubName> parse_hub(std::string_view name) {
   const size_t first = name.find('/');
   if (first == std::string_view::npos) return std::nullopt;
-  const size_t second = name.find('/', first + 1);
   HubName n;
+  // ORG/REPO@REVISION[:QUANT]: a revision ("refs/pr/3" too) takes the rest
+  // up to the quant; no PATH follows it. (A git ref's name holds no ':'.)
+  if (const size_t at = name.find('@', first); at != std::string_view::npos) {
+    n.repo = std::string(name.substr(0, at));
+    const std::string_view rest = name.substr(at + 1);
+    const size_t colon = rest.find(':');
+    n.revision = std::string(rest.substr(0, colon));
+    if (colon != std::string_view::npos) {
+      n.quant = std::string(rest.substr(colon + 1));
+      if (n.quant.empty()) return std::nullopt;
+    }
+    if (!valid_relative_path(n.revision) || !valid_repo_id(n.repo)) return std::nullopt;
+    return n;
+  }
+  const size_t second = name.find('/', first + 1);
   if (second != std::string_view::npos) {
     n.repo = std::string(name.substr(0, second));
     n.file = std::string(name.substr(second + 1));
@@ -362,6 +377,23 @@ fs::path hub_repo_dir(const fs::path& root, std::string_view repo) {
     }
   }
   return root / folder;
+}
+
+// A revision's snapshot: the one refs/REVISION names, else (a commit) the
+// snapshot of that name.
+Result<fs::path> hub_revision_snapshot(const fs::path& repo_dir, const std::string& revision) {
+  const fs::path snapshots = repo_dir / "snapshots";
+  std::string commit = revision;
+  if (const fs::path ref = repo_dir / "refs" / revision; is_file(ref)) {
+    const std::optional<std::string> text = read_small(ref, 4096);
+    commit = text ? trim(*text) : "";
+  }
+  if (valid_relative_path(commit) && commit.find('/') == std::string::npos &&
+      is_dir(snapshots / commit)) {
+    return snapshots / commit;
+  }
+  return Error{printable(repo_dir.string(), 4096) + ": no snapshot of revision '" +
+               printable(revision, 200) + "' (quip pull hf:ORG/REPO@REVISION fetches it)"};
 }
 
 // The snapshot a hub repository's refs/main names; else another ref's (in
@@ -393,7 +425,8 @@ Result<fs::path> hub_snapshot(const fs::path& repo_dir) {
 Match find_hub(const HubName& n, const fs::path& root, std::string_view prefix) {
   const fs::path repo_dir = hub_repo_dir(root, n.repo);
   if (!is_dir(repo_dir)) return {};
-  auto snapshot = hub_snapshot(repo_dir);
+  auto snapshot =
+      n.revision.empty() ? hub_snapshot(repo_dir) : hub_revision_snapshot(repo_dir, n.revision);
   if (!snapshot) return problem(snapshot.error().message);
   std::string file = n.file;
   if (file.empty()) {
@@ -408,6 +441,10 @@ Match find_hub(const HubName& n, const fs::path& root, std::string_view prefix) 
       return problem(printable(path.string(), 4096) + " links to a missing blob");
     }
     return {};
+  }
+  if (!n.revision.empty()) {  // the name as typed: a file's path cannot follow a revision
+    return found(path, std::string(prefix) + n.repo + "@" + n.revision +
+                           (n.quant.empty() ? "" : ":" + n.quant));
   }
   return found(path, std::string(prefix) + n.repo + "/" + file);
 }
@@ -436,7 +473,7 @@ void list_hub(const fs::path& root, Store store, std::string_view prefix,
 
 Match find_lmstudio(std::string_view name, const fs::path& root) {
   const std::optional<HubName> n = parse_hub(name);
-  if (!n) return {};
+  if (!n || !n->revision.empty()) return {};  // LM Studio keeps one revision
   const fs::path dir = root / n->repo;
   if (!is_dir(dir)) return {};
   std::string file = n->file;

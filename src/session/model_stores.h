@@ -6,9 +6,11 @@
 //                 manifest whose layer of mediaType
 //                 application/vnd.ollama.image.model names the blob
 //                 blobs/sha256-HEX by its digest "sha256:HEX".
-//   Hugging Face  hf:ORG/REPO[:QUANT] or hf:ORG/REPO/PATH.gguf in the hub
-//                 cache: models--ORG--REPO/refs/main holds the revision,
-//                 snapshots/REV/PATH are the files (links into ../../blobs).
+//   Hugging Face  hf:ORG/REPO[@REVISION][:QUANT] or hf:ORG/REPO/PATH.gguf in
+//                 the hub cache: models--ORG--REPO/refs/main (refs/REVISION)
+//                 holds the commit, snapshots/COMMIT/PATH are the files
+//                 (links into ../../blobs); a REVISION that is a commit is
+//                 its snapshot's name.
 //   LM Studio     PUBLISHER/REPO[:QUANT] or PUBLISHER/REPO/FILE.gguf under
 //                 its models folder: models/PUBLISHER/REPO/FILE.gguf.
 //   llama.cpp     ORG/REPO[:TAG] as `llama-cli -hf` downloaded it: the flat

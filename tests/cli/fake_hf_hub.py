@@ -26,7 +26,9 @@ between two pulls:
 
     {"repos": {"ORG/REPO": {"commit": HEX40, "private": false,
                             "files": {"PATH": "/source/file", ...},
-                            "gone": ["PATH"]}},     # listed, but resolve says 404
+                            "gone": ["PATH"],       # listed, but resolve says 404
+                            "refs": {"REV": {"commit": HEX40, "files": {...}}}}},
+                                    # other branches or tags ("v1", "refs/pr/3")
      "token": "hf_...",         # what a private repository accepts
      "cdn_host": "localhost",   # the CDN's host name in the redirect
      "cut_after": N,            # CDN GETs close the connection after N bytes
@@ -163,14 +165,24 @@ class Handler(BaseHTTPRequestHandler):
         except (BrokenPipeError, ConnectionResetError):
             pass
 
+    def at_revision(self, cfg, org, name, rev):
+        """The repository at `rev` (a ref's name or a commit), or None after a 404."""
+        repo = self.repo(cfg, org, name)
+        if repo is None:
+            return None
+        if rev in ("main", repo["commit"]):
+            return repo
+        for ref, at in repo.get("refs", {}).items():
+            if rev in (ref, at["commit"]):
+                return dict(repo, commit=at["commit"], files=at["files"], gone=[])
+        self.error(404, "RevisionNotFound", "Invalid rev id: " + rev)
+        return None
+
     def model_info(self, cfg, org, name, rev):
         if cfg.get("stall_api"):
             time.sleep(60)
-        repo = self.repo(cfg, org, name)
+        repo = self.at_revision(cfg, org, name, rev)
         if repo is None:
-            return
-        if rev not in ("main", repo["commit"]):
-            self.error(404, "RevisionNotFound", "Invalid rev id: " + rev)
             return
         siblings = []
         for path, source in repo["files"].items():
@@ -186,11 +198,8 @@ class Handler(BaseHTTPRequestHandler):
         self.reply(200, [("Content-Type", "application/json")], body)
 
     def resolve(self, cfg, org, name, rev, path):
-        repo = self.repo(cfg, org, name)
+        repo = self.at_revision(cfg, org, name, rev)
         if repo is None:
-            return
-        if rev not in ("main", repo["commit"]):
-            self.error(404, "RevisionNotFound", "Invalid rev id: " + rev)
             return
         if path not in repo["files"] or path in repo.get("gone", []):
             self.error(404, "EntryNotFound", "Entry not found")

@@ -320,6 +320,59 @@ TEST_F(Pull, AQuantTagChoosesTheFile) {
   EXPECT_TRUE(fallback.out.ends_with("/tiny-llama-spm-e64-Q8_0.gguf\n")) << fallback.out;
 }
 
+// A branch, a tag or a pull request's ref pulls the commit it points at,
+// and the cache records it under refs/ as huggingface_hub does; a commit
+// pulls itself and records no ref.
+TEST_F(Pull, ARevisionPullsItsCommit) {
+  const std::string v1 = "1111111111111111111111111111111111111111";
+  const std::string pr = "2222222222222222222222222222222222222222";
+  const fs::path q8 = shared_model("tiny-llama-spm-e64-q8_0.gguf");
+  config_["repos"]["org/tiny"]["refs"] = {
+      {"v1.0", {{"commit", v1}, {"files", {{"old-Q8_0.gguf", q8.string()}}}}},
+      {"refs/pr/3",
+       {{"commit", pr},
+        {"files", {{"pr-F16.gguf", shared_model("tiny-llama-spm-e64-f16.gguf")}}}}}};
+  hub_->configure(config_);
+  const fs::path dir = repo_dir("models--org--tiny");
+
+  RunResult r = pull("hf:org/tiny@v1.0");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, (dir / "snapshots" / v1 / "old-Q8_0.gguf").string() + "\n");
+  EXPECT_TRUE(read_all(dir / "snapshots" / v1 / "old-Q8_0.gguf") == read_all(q8));
+  EXPECT_EQ(read_all(dir / "refs" / "v1.0"), v1);
+  EXPECT_FALSE(fs::exists(dir / "refs" / "main"));
+  EXPECT_NE(r.err.find("hf:org/tiny@v1.0: old-Q8_0.gguf"), std::string::npos) << r.err;
+  EXPECT_EQ(hub_->requests()[0]["path"], "/api/models/org/tiny/revision/v1.0?blobs=true");
+
+  hub_->forget_requests();
+  r = pull("hf:org/tiny@refs/pr/3:F16");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, (dir / "snapshots" / pr / "pr-F16.gguf").string() + "\n");
+  EXPECT_EQ(read_all(dir / "refs" / "refs" / "pr" / "3"), pr);
+  EXPECT_EQ(hub_->requests()[0]["path"], "/api/models/org/tiny/revision/refs%2Fpr%2F3?blobs=true");
+
+  // A commit: the same snapshot, already in the cache, and no new ref.
+  r = pull("hf:org/tiny@" + v1);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, (dir / "snapshots" / v1 / "old-Q8_0.gguf").string() + "\n");
+  EXPECT_NE(r.err.find("already in the cache"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir / "refs" / v1));
+
+  // A model name finds each revision's file in the cache.
+  for (const auto& [name, file] : std::vector<std::pair<std::string, std::string>>{
+           {"hf:org/tiny@v1.0", "old-Q8_0.gguf"},
+           {"hf:org/tiny@" + v1 + ":Q8_0", "old-Q8_0.gguf"},
+           {"hf:org/tiny@refs/pr/3", "pr-F16.gguf"}}) {
+    const RunResult shown = run({"inspect", "--json", name}, env());
+    ASSERT_EQ(shown.status, 0) << name << ": " << shown.err;
+    EXPECT_NE(shown.out.find(file), std::string::npos) << name << ": " << shown.out;
+  }
+
+  // A revision the hub does not have.
+  expect_failure({"pull", "hf:org/tiny@v9"}, kExitFailure,
+                 "hf:org/tiny@v9: no such repository or revision 'v9' on " + hub_->url(), env());
+}
+
 TEST_F(Pull, ATagThatMatchesNothingListsTheAvailableOnes) {
   const RunResult r =
       expect_failure({"pull", "hf:org/tiny:Q5_K_M"}, kExitFailure,
@@ -543,7 +596,11 @@ TEST_F(Pull, AFullDiskLeavesNothingVisibleAndResumesLater) {
 
 TEST_F(Pull, MalformedReferencesAreUsageErrors) {
   expect_failure({"pull"}, kExitUsage, "MODEL", env());
-  expect_failure({"pull", "org/tiny"}, kExitUsage, "expected hf:ORG/REPO[:QUANT]", env());
+  expect_failure({"pull", "org/tiny"}, kExitUsage, "expected hf:ORG/REPO[@REVISION][:QUANT]",
+                 env());
+  expect_failure({"pull", "hf:org/tiny@"}, kExitUsage, "the revision after '@'", env());
+  expect_failure({"pull", "hf:org/tiny@../x"}, kExitUsage, "the revision after '@'", env());
+  expect_failure({"pull", "hf:org/tiny@v1/"}, kExitUsage, "the revision after '@'", env());
   expect_failure({"pull", "hf:org/tiny/x"}, kExitUsage, "exactly one '/'", env());
   expect_failure({"pull", "hf:org/ti--ny"}, kExitUsage, "'--'", env());
   expect_failure({"pull", "hf:org/tiny:Q4 K"}, kExitUsage, "quant tag", env());

@@ -24,7 +24,33 @@ TEST(HfRepo, ParsesModelReferences) {
   r = parse_model_ref("hf:unsloth/gpt_oss.x-GGUF:q8_0");
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_EQ(r->repo, "unsloth/gpt_oss.x-GGUF");
+  EXPECT_EQ(r->revision, "main");
   EXPECT_EQ(r->tag, "q8_0");
+  r = parse_model_ref("hf:a/b@refs/pr/3:Q8_0");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->repo, "a/b");
+  EXPECT_EQ(r->revision, "refs/pr/3");
+  EXPECT_EQ(r->tag, "Q8_0");
+  r = parse_model_ref("hf:a/b@" + kCommit);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->revision, kCommit);
+  EXPECT_EQ(r->tag, "");
+  EXPECT_TRUE(is_commit(kCommit));
+  EXPECT_FALSE(is_commit("v1.0"));
+  EXPECT_FALSE(is_commit(std::string(40, 'A')));  // the hub's commits are lower case
+}
+
+TEST(HfRepo, RevisionsAreRefNames) {
+  EXPECT_EQ(revision_url_segment("refs/pr/3"), "refs%2Fpr%2F3");
+  EXPECT_EQ(revision_url_segment("v1.0"), "v1.0");
+  for (const char* ok : {"main", "v1.0", "refs/pr/3", "release_2-x", "a.b/c.d"}) {
+    EXPECT_TRUE(valid_revision(ok)) << ok;
+  }
+  for (const std::string& bad : std::vector<std::string>{
+           "", "/main", "main/", "a//b", ".hidden", "a/.b", "a..b", "../x", "x/..", "v1.", "x.lock",
+           "a b", "a:b", "a~1", "a^", "a\\b", "a\x1b", std::string(201, 'v')}) {
+    EXPECT_FALSE(valid_revision(bad)) << bad;
+  }
 }
 
 TEST(HfRepo, RejectsMalformedReferences) {
@@ -45,6 +71,12 @@ TEST(HfRepo, RejectsMalformedReferences) {
       {"hf:a/b:", "quant tag"},
       {"hf:a/b:Q4-K", "quant tag"},
       {"hf:a/b:Q4:K", "quant tag"},
+      {"hf:a/b@", "the revision after '@'"},
+      {"hf:a/b@../c", "the revision after '@'"},
+      {"hf:a/b@x/", "the revision after '@'"},
+      {"hf:a/b@x\x1b[31m", "the revision after '@'"},
+      {"hf:a/b@x@y", "the revision after '@'"},
+      {"hf:a@b/c", "exactly one '/'"},
       {"hf:a/" + std::string(97, 'x'), "a repository name"},
   };
   for (const auto& [text, says] : cases) {

@@ -212,6 +212,42 @@ TEST_F(ModelStores, HuggingFaceRevisionOfRefsMain) {
   EXPECT_EQ(resolve("hf:Org/R", roots()), old_file);
 }
 
+// ORG/REPO@REVISION: the snapshot refs/REVISION names (a branch, a tag,
+// "refs/pr/3" in folders), or a commit's own snapshot.
+TEST_F(ModelStores, HuggingFaceNamedRevisions) {
+  const fs::path old_file = stores_.hf_download(stores_.hf_root(), "Org", "R", kOldRev,
+                                                "m-Q8_0.gguf", llama_, /*main=*/false);
+  const fs::path old_f16 = stores_.hf_download(stores_.hf_root(), "Org", "R", kOldRev, "m-F16.gguf",
+                                               qwen3_, /*main=*/false);
+  const fs::path new_file = stores_.hf_download("Org", "R", kRev, "m-Q8_0.gguf", qwen_);
+  const fs::path refs = stores_.hf_root() / "models--Org--R" / "refs";
+  quip::testing::write_bytes(refs / "v1.0", kOldRev);
+  fs::create_directories(refs / "refs" / "pr");
+  quip::testing::write_bytes(refs / "refs" / "pr" / "3", std::string(kOldRev) + "\n");
+  const StoreRoots r = roots();
+  EXPECT_EQ(resolve("hf:Org/R", r), new_file);
+  EXPECT_EQ(resolve("hf:Org/R@main", r), new_file);
+  EXPECT_EQ(resolve("hf:Org/R@v1.0", r), old_file);  // Q8_0 before F16
+  EXPECT_EQ(resolve("hf:Org/R@v1.0:F16", r), old_f16);
+  EXPECT_EQ(resolve("hf:Org/R@refs/pr/3:f16", r), old_f16);
+  EXPECT_EQ(resolve(std::string("hf:Org/R@") + kOldRev, r), old_file);
+  EXPECT_EQ(resolve(std::string("hf:Org/R@") + kRev, r), new_file);
+  // The name found is the one typed, so that it resolves again.
+  EXPECT_EQ(find_in_stores("hf:Org/R@v1.0:F16", r).found.at(0).name, "hf:Org/R@v1.0:F16");
+  // A revision not in the cache is a problem naming it; malformed ones, or
+  // a path after a revision, name nothing.
+  const StoreLookup missing = find_in_stores("hf:Org/R@v2", r);
+  EXPECT_TRUE(missing.found.empty());
+  ASSERT_EQ(missing.problems.size(), 1u);
+  EXPECT_NE(missing.problems[0].find("no snapshot of revision 'v2'"), std::string::npos)
+      << missing.problems[0];
+  for (const char* bad : {"hf:Org/R@", "hf:Org/R@../R", "hf:Org/R@v1.0:", "hf:Org@v1.0",
+                          "hf:Org/R@v1.0/m-F16.gguf"}) {
+    const StoreLookup l = find_in_stores(bad, r);
+    EXPECT_TRUE(l.found.empty()) << bad;
+  }
+}
+
 TEST_F(ModelStores, HuggingFaceFolderFromTheEnvironment) {
   EXPECT_EQ(roots({{"HF_HUB_CACHE", "/a"}, {"HF_HOME", "/b"}}).huggingface, fs::path("/a"));
   EXPECT_EQ(roots({{"HF_HOME", "/b"}}).huggingface, fs::path("/b/hub"));
