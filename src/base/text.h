@@ -54,4 +54,13 @@ inline std::string printable_lines(std::string_view text) {
 // replacing bad bytes with U+FFFD could make two keys equal.
 std::string escape_invalid_utf8(std::string_view text);
 
+// `text` without the spaces, tabs, CRs and newlines at either end (what a
+// one-line file written by another tool holds: a commit, a token).
+inline std::string_view trim_space(std::string_view text) {
+  constexpr std::string_view kSpace = " \t\r\n";
+  const size_t begin = text.find_first_not_of(kSpace);
+  if (begin == std::string_view::npos) return {};
+  return text.substr(begin, text.find_last_not_of(kSpace) - begin + 1);
+}
+
 }  // namespace quip

@@ -234,15 +234,18 @@ std::vector<CommandDoc> build() {
                         {flag_doc("--json", "print the server's answer as JSON"),
                          option_doc("--socket", "PATH", "the server's Unix socket", kFile)}));
   all.push_back(command(
-      "pull", "download a GGUF model from Hugging Face (hf:ORG/REPO[:QUANT])", "pull MODEL",
+      "pull", "download a GGUF model from Hugging Face (hf:ORG/REPO[@REVISION][:QUANT])",
+      "pull MODEL",
       "Download a GGUF model from Hugging Face into its cache (where huggingface_hub and "
       "llama.cpp's -hf find it too) and print the file's path. QUANT picks the file by its "
-      "quant tag; without it: Q4_K_M, else Q8_0, else the first GGUF file. Split models come "
-      "whole. An interrupted download resumes on the next pull; every file's SHA-256 is checked "
-      "before it is used.\n\n"
-      "HF_TOKEN: an access token (private and gated models); HF_ENDPOINT: another hub; "
-      "HF_HUB_CACHE or HF_HOME: another cache.",
-      {positional_doc("MODEL", "hf:ORG/REPO[:QUANT], e.g. hf:Qwen/Qwen2.5-0.5B-Instruct-GGUF:Q8_0")}));
+      "quant tag; without it: Q4_K_M, else Q8_0, else the first GGUF file. REVISION: a branch, "
+      "tag or commit (default main). Split models come whole. An interrupted download resumes "
+      "on the next pull; every file's SHA-256 is checked before it is used.\n\n"
+      "HF_TOKEN (else the file `hf auth login` saves): an access token (private and gated "
+      "models); HF_ENDPOINT: another hub; HF_HUB_CACHE or HF_HOME: another cache.",
+      {positional_doc("MODEL",
+                      "hf:ORG/REPO[@REVISION][:QUANT], e.g. "
+                      "hf:Qwen/Qwen2.5-0.5B-Instruct-GGUF:Q8_0")}));
   all.push_back(command("rm", "delete a conversation", "rm ID",
                         "Delete a conversation and all its turns (forks of it are kept).",
                         {kConversationId}));
@@ -262,8 +265,9 @@ std::vector<CommandDoc> build() {
        option_doc("--keep-alive", "DURATION", "unload a model idle this long (default 5m)"),
        option_doc("--parallel", "N",
                   "calls that generate at once, decoding together, in [1, 64] (default 4)"),
-       flag_doc("--no-batching", "each call decodes alone, with its share of the threads (a "
-                                 "baseline)"),
+       flag_doc("--no-batching",
+                "each call decodes alone, with its share of the threads (a "
+                "baseline)"),
        option_doc("--cache-ram", "SIZE",
                   "memory for the caches of ended calls, for their follow-ups (default 1G; 0: "
                   "none)"),

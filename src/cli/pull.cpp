@@ -24,7 +24,8 @@ int pull_main(const std::vector<std::string>& args, std::ostream& out, std::ostr
       "its quant tag; without it: Q4_K_M, else Q8_0, else the first GGUF file. REVISION: a "
       "branch, tag or commit (default main). Split "
       "models come whole. An interrupted download resumes on the next pull; every file's "
-      "SHA-256 is checked before it is used. HF_TOKEN: an access token (private and gated "
+      "SHA-256 is checked before it is used. HF_TOKEN (else the file `hf auth login` saves): "
+      "an access token (private and gated "
       "models); HF_ENDPOINT: another hub; HF_HUB_CACHE or HF_HOME: another cache.",
       "quip pull"};
   std::string spec;
@@ -54,11 +55,27 @@ int pull_main(const std::vector<std::string>& args, std::ostream& out, std::ostr
 
   hub::PullRequest request;
   request.endpoint = *endpoint;
-  if (const char* token = std::getenv("HF_TOKEN")) request.token = token;
+  // The token: HF_TOKEN, else the file `hf auth login` saved (as
+  // huggingface_hub looks for it; an empty one is none).
+  if (const char* token = std::getenv("HF_TOKEN"); token != nullptr && *token != '\0') {
+    request.token = token;
+  } else if (const auto file = hub::hub_token_file()) {
+    std::error_code ec;
+    if (std::filesystem::exists(*file, ec)) {
+      auto text = read_regular_file(*file, 4096);
+      if (!text) {
+        print_error(err, "quip pull", text.error().message);
+        return kExitFailure;
+      }
+      request.token = std::string(trim_space(*text));
+      request.token_source = "the token in " + printable(file->string(), 4096);
+    }
+  }
   // The token goes into a header line: nothing that could end it or add another.
   for (const char c : request.token) {
     if (static_cast<unsigned char>(c) <= ' ' || static_cast<unsigned char>(c) >= 0x7f) {
-      print_error(err, "quip pull", "HF_TOKEN holds a space, control or non-ASCII character");
+      print_error(err, "quip pull",
+                  request.token_source + " holds a space, control or non-ASCII character");
       return kExitUsage;
     }
   }

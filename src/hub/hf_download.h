@@ -51,7 +51,9 @@ Result<std::string> endpoint_from_environment();
 
 struct PullRequest {
   std::string endpoint;  // endpoint_from_environment()
-  std::string token;     // HF_TOKEN; empty: none
+  std::string token;     // HF_TOKEN, or the token file's; empty: none
+  // Where the token came from, as errors name it: "HF_TOKEN" or the file.
+  std::string token_source = "HF_TOKEN";
   std::string user_agent = "quip";
   ModelRef ref;
   std::filesystem::path cache;  // hub_cache_dir()

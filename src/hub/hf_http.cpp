@@ -201,13 +201,14 @@ std::string status_error(const Response& r, const PullRequest& request, std::str
            "): set HF_TOKEN to an access token that can read it";
   }
   if (r.status == 401) {
-    return ep + " refused HF_TOKEN (" + code + because +
+    return ep + " refused " + request.token_source + " (" + code + because +
            "): check that the token is valid and can read this repository";
   }
   if (r.status == 403) {
     return "access denied (" + code + " from " + ep + because +
-           "): a gated model needs its terms accepted on the hub, and HF_TOKEN a token that "
-           "may read it";
+           "): a gated model needs its terms accepted on the hub, and the token (" +
+           (request.token.empty() ? std::string("HF_TOKEN") : request.token_source) +
+           ") must be one that may read it";
   }
   return ep + ": " + code + because;
 }

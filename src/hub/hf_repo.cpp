@@ -326,25 +326,39 @@ Result<std::vector<RepoFile>> choose_model_files(const std::vector<RepoFile>& fi
                "'; the repository has: " + list};
 }
 
-std::optional<std::filesystem::path> hub_cache_dir() {
-  const auto env = [](const char* name) -> std::optional<std::filesystem::path> {
-    const char* v = std::getenv(name);
-    if (v == nullptr || *v == '\0') return std::nullopt;
-    const std::string_view s = v;
-    // expanduser: "~" and "~/..." are the home folder.
-    if (s == "~" || s.starts_with("~/")) {
-      const char* home = std::getenv("HOME");
-      if (home != nullptr && *home != '\0') {
-        return std::filesystem::path(home) / std::string(s.substr(s.size() > 1 ? 2 : 1));
-      }
+namespace {
+
+// A folder variable as huggingface_hub reads it: empty counts as unset, and
+// a leading "~/" is the home folder (its expanduser).
+std::optional<std::filesystem::path> env_path(const char* name) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') return std::nullopt;
+  const std::string_view s = v;
+  if (s == "~" || s.starts_with("~/")) {
+    const char* home = std::getenv("HOME");
+    if (home != nullptr && *home != '\0') {
+      return std::filesystem::path(home) / std::string(s.substr(s.size() > 1 ? 2 : 1));
     }
-    return std::filesystem::path(s);
-  };
-  if (auto p = env("HF_HUB_CACHE")) return *p;
-  if (auto p = env("HUGGINGFACE_HUB_CACHE")) return *p;
-  if (auto p = env("HF_HOME")) return *p / "hub";
-  if (auto p = env("XDG_CACHE_HOME")) return *p / "huggingface" / "hub";
-  if (auto p = env("HOME")) return *p / ".cache" / "huggingface" / "hub";
+  }
+  return std::filesystem::path(s);
+}
+
+}  // namespace
+
+std::optional<std::filesystem::path> hub_cache_dir() {
+  if (auto p = env_path("HF_HUB_CACHE")) return *p;
+  if (auto p = env_path("HUGGINGFACE_HUB_CACHE")) return *p;
+  if (auto p = env_path("HF_HOME")) return *p / "hub";
+  if (auto p = env_path("XDG_CACHE_HOME")) return *p / "huggingface" / "hub";
+  if (auto p = env_path("HOME")) return *p / ".cache" / "huggingface" / "hub";
+  return std::nullopt;
+}
+
+std::optional<std::filesystem::path> hub_token_file() {
+  if (auto p = env_path("HF_TOKEN_PATH")) return *p;
+  if (auto p = env_path("HF_HOME")) return *p / "token";
+  if (auto p = env_path("XDG_CACHE_HOME")) return *p / "huggingface" / "token";
+  if (auto p = env_path("HOME")) return *p / ".cache" / "huggingface" / "token";
   return std::nullopt;
 }
 

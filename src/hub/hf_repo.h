@@ -106,6 +106,12 @@ Result<std::vector<RepoFile>> choose_model_files(const std::vector<RepoFile>& fi
 // Nullopt when none is set.
 std::optional<std::filesystem::path> hub_cache_dir();
 
+// Where `hf auth login` (huggingface_hub's login) saves the access token:
+// $HF_TOKEN_PATH, else $HF_HOME/token, else
+// $XDG_CACHE_HOME/huggingface/token, else $HOME/.cache/huggingface/token
+// (as hub_cache_dir reads them). Nullopt when none is set.
+std::optional<std::filesystem::path> hub_token_file();
+
 // "models--ORG--REPO".
 std::string repo_folder_name(std::string_view repo);
 

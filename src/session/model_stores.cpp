@@ -79,12 +79,6 @@ std::optional<std::string> read_small(const fs::path& p, uintmax_t limit = 1 << 
   return s.str();
 }
 
-std::string trim(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.erase(s.begin());
-  return s;
-}
-
 bool is_hex(std::string_view s, size_t n) {
   return s.size() == n && std::all_of(s.begin(), s.end(), [](char c) {
            return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
@@ -386,7 +380,7 @@ Result<fs::path> hub_revision_snapshot(const fs::path& repo_dir, const std::stri
   std::string commit = revision;
   if (const fs::path ref = repo_dir / "refs" / revision; is_file(ref)) {
     const std::optional<std::string> text = read_small(ref, 4096);
-    commit = text ? trim(*text) : "";
+    commit = text ? std::string(trim_space(*text)) : "";
   }
   if (valid_relative_path(commit) && commit.find('/') == std::string::npos &&
       is_dir(snapshots / commit)) {
@@ -408,7 +402,7 @@ Result<fs::path> hub_snapshot(const fs::path& repo_dir) {
   for (const fs::path& ref : refs) {
     const std::optional<std::string> text = read_small(ref, 4096);
     if (!text) continue;
-    const std::string rev = trim(*text);
+    const std::string rev(trim_space(*text));
     if (valid_relative_path(rev) && rev.find('/') == std::string::npos && is_dir(snapshots / rev)) {
       return snapshots / rev;
     }
@@ -702,7 +696,7 @@ StoreRoots store_roots(const GetEnv& env, const fs::path& ollama_system) {
     fs::path lms_home = fs::path(*home) / ".lmstudio";
     // LM Studio writes where it moved its home into this file.
     if (auto pointer = read_small(fs::path(*home) / ".lmstudio-home-pointer", 4096)) {
-      const std::string to = trim(*pointer);
+      const std::string to(trim_space(*pointer));
       if (!to.empty() && fs::path(to).is_absolute()) lms_home = to;
     }
     r.lmstudio = lms_home / "models";

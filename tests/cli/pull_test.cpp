@@ -165,7 +165,10 @@ class Pull : public QuipHome {
     RunOptions o;
     o.env = std::move(more);
     for (const auto& [name, value] : std::vector<std::pair<std::string, std::string>>{
-             {"HF_ENDPOINT", hub_->url()}, {"HF_HUB_CACHE", cache().string()}, {"HF_TOKEN", ""}}) {
+             {"HF_ENDPOINT", hub_->url()},
+             {"HF_HUB_CACHE", cache().string()},
+             {"HF_TOKEN", ""},
+             {"HF_TOKEN_PATH", (home() / "no-token").string()}}) {
       if (std::none_of(o.env.begin(), o.env.end(),
                        [&](const auto& v) { return v.first == name; })) {
         o.env.push_back({name, value});
@@ -567,6 +570,28 @@ TEST_F(Pull, APrivateRepositoryNeedsHfToken) {
   EXPECT_EQ(requests[1]["authorization"], std::string("Bearer ") + kToken);
   EXPECT_TRUE(requests[2]["host"].get<std::string>().starts_with("localhost:"));
   EXPECT_EQ(requests[2]["authorization"], "");
+
+  // Without HF_TOKEN, the token `hf auth login` saved: the file
+  // HF_TOKEN_PATH names, else HF_HOME/token (a newline after it).
+  quip::testing::write_bytes(home() / "token-file", std::string(kToken) + "\n");
+  hub_->forget_requests();
+  const RunResult saved =
+      pull("hf:org/private", {{"HF_TOKEN_PATH", (home() / "token-file").string()}});
+  ASSERT_EQ(saved.status, 0) << saved.err;
+  EXPECT_EQ(hub_->requests().at(0)["authorization"], std::string("Bearer ") + kToken);
+  const fs::path hf_home = home() / "hf-home";
+  fs::create_directories(hf_home);
+  quip::testing::write_bytes(hf_home / "token", wrong);
+  const RunResult refused_file =
+      expect_failure({"pull", "hf:org/private"}, kExitFailure,
+                     "refused the token in " + (hf_home / "token").string(),
+                     env({{"HF_TOKEN_PATH", ""}, {"HF_HOME", hf_home.string()}}));
+  EXPECT_EQ(refused_file.err.find(wrong), std::string::npos) << "the token must never be printed";
+  // HF_TOKEN comes first.
+  const RunResult first =
+      pull("hf:org/private",
+           {{"HF_TOKEN", kToken}, {"HF_TOKEN_PATH", ""}, {"HF_HOME", hf_home.string()}});
+  EXPECT_EQ(first.status, 0) << first.err;
 }
 
 // A full disk, made with a file size limit (RLIMIT_FSIZE, through
