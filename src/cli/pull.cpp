@@ -18,20 +18,10 @@
 namespace quip::cli {
 
 int pull_main(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
-  CLI::App app{
-      "Download a GGUF model from Hugging Face into its cache (where huggingface_hub and "
-      "llama.cpp's -hf find it too) and print the file's path. QUANT picks the file by "
-      "its quant tag; without it: Q4_K_M, else Q8_0, else the first GGUF file. REVISION: a "
-      "branch, tag or commit (default main). Split "
-      "models come whole. An interrupted download resumes on the next pull; every file's "
-      "SHA-256 is checked before it is used. HF_TOKEN (else the file `hf auth login` saves): "
-      "an access token (private and gated "
-      "models); HF_ENDPOINT: another hub; HF_HUB_CACHE or HF_HOME: another cache.",
-      "quip pull"};
+  // The help text is options.cpp's table (quip pull --help, the man page).
+  CLI::App app{"", "quip pull"};
   std::string spec;
-  app.add_option("MODEL", spec,
-                 "hf:ORG/REPO[@REVISION][:QUANT], e.g. hf:Qwen/Qwen2.5-0.5B-Instruct-GGUF:Q8_0")
-      ->required();
+  app.add_option("MODEL", spec, "hf:ORG/REPO[@REVISION][:QUANT]")->required();
   if (std::optional<int> status = parse_args(app, args, out, err)) return *status;
 
   auto ref = hub::parse_model_ref(spec);
@@ -68,7 +58,9 @@ int pull_main(const std::vector<std::string>& args, std::ostream& out, std::ostr
         return kExitFailure;
       }
       request.token = std::string(trim_space(*text));
-      request.token_source = "the token in " + printable(file->string(), 4096);
+      if (!request.token.empty()) {
+        request.token_source = "the token in " + printable(file->string(), 4096);
+      }
     }
   }
   // The token goes into a header line: nothing that could end it or add another.

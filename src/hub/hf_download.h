@@ -52,7 +52,8 @@ Result<std::string> endpoint_from_environment();
 struct PullRequest {
   std::string endpoint;  // endpoint_from_environment()
   std::string token;     // HF_TOKEN, or the token file's; empty: none
-  // Where the token came from, as errors name it: "HF_TOKEN" or the file.
+  // Where the token came from, as errors name it: "HF_TOKEN" (also when
+  // there is none: where to give one) or the file.
   std::string token_source = "HF_TOKEN";
   std::string user_agent = "quip";
   ModelRef ref;

@@ -207,8 +207,7 @@ std::string status_error(const Response& r, const PullRequest& request, std::str
   if (r.status == 403) {
     return "access denied (" + code + " from " + ep + because +
            "): a gated model needs its terms accepted on the hub, and the token (" +
-           (request.token.empty() ? std::string("HF_TOKEN") : request.token_source) +
-           ") must be one that may read it";
+           request.token_source + ") must be one that may read it";
   }
   return ep + ": " + code + because;
 }
